@@ -1,0 +1,304 @@
+/*
+ * operations_core.h — the one public header of the Operations C core.
+ *
+ * The core runs tasks (a function pointer and a context) on per-CPU pinned worker threads, one
+ * set of workers per quality-of-service class, each class at its own nice value. Tasks go to
+ * queues; a queue has a width (how many of its tasks may run at once), a suspended flag, a QoS
+ * and five priority bands. Tasks may depend on other tasks, on any queue.
+ *
+ * OWNERSHIP
+ *   - op_task_create() and op_queue_create() return an object with one reference, owned by the
+ *     caller. op_*_retain() adds one, op_*_release() drops one; the last drop frees the object.
+ *   - op_queue_submit() takes its own reference on the task until the task has finished; the
+ *     caller may release its reference right after submitting.
+ *   - A queue keeps itself alive while it holds unfinished tasks: releasing the last handle of
+ *     a busy queue frees it only after its last task has finished.
+ *   - The core never frees a task's context: free it in the body or in attr.on_finish.
+ *   - Strings passed in (queue labels) are copied. Strings returned are owned by the core and
+ *     live until the process exits.
+ *
+ * THREADING
+ *   Every function may be called from any thread at any time, including from inside a task body,
+ *   unless its comment says otherwise. Waiting (op_task_wait, op_queue_wait) from a task body
+ *   blocks that worker; see the notes on each.
+ *
+ * ERRORS
+ *   Functions that can fail return 0 or a positive errno value (EINVAL, EBUSY, EALREADY,
+ *   ENOENT, ETIMEDOUT, EDEADLK, ENOMEM) and never abort for bad input. Functions returning a
+ *   pointer return NULL and set errno. Running out of memory inside the scheduler (a ready queue
+ *   that must grow) aborts with a message: the core never drops work.
+ *
+ * ENVIRONMENT (read once, when the runtime first starts)
+ *   OPERATIONS_QOS_NICE      per-class nice values, e.g. "userInteractive=-8,background=15".
+ *                            A malformed value is rejected whole with a message on stderr naming
+ *                            the bad entry; the defaults stay.
+ *   OPERATIONS_NUMA=off      do not use libnuma; pin workers with plain pthread affinity.
+ *   OPERATIONS_NICE_WARNINGS=0  do not print the one-line clamp warning on stderr.
+ */
+#ifndef OPERATIONS_CORE_H
+#define OPERATIONS_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Enumerations
+ * ------------------------------------------------------------------------------------------- */
+
+/** The five priority bands of a queue (Operation.QueuePriority veryLow … veryHigh). */
+typedef enum op_priority {
+    OP_PRIORITY_VERY_LOW = 0,
+    OP_PRIORITY_LOW = 1,
+    OP_PRIORITY_NORMAL = 2,
+    OP_PRIORITY_HIGH = 3,
+    OP_PRIORITY_VERY_HIGH = 4,
+} op_priority_t;
+#define OP_PRIORITY_COUNT 5
+
+/** Quality-of-service classes, lowest first. Each has its own workers at its own nice value. */
+typedef enum op_qos {
+    OP_QOS_BACKGROUND = 0,
+    OP_QOS_UTILITY = 1,
+    OP_QOS_DEFAULT = 2,
+    OP_QOS_USER_INITIATED = 3,
+    OP_QOS_USER_INTERACTIVE = 4,
+} op_qos_t;
+#define OP_QOS_COUNT 5
+/** For op_task_attr_t.qos: the task runs at its queue's QoS. */
+#define OP_QOS_INHERIT (-1)
+
+/** A queue width that lets the runtime choose (one per worker of the queue's QoS class). */
+#define OP_WIDTH_DEFAULT (-1)
+
+/** Wait forever (for the timeout_ns arguments). */
+#define OP_WAIT_FOREVER (-1)
+
+/* ---------------------------------------------------------------------------------------------
+ * Tasks
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct op_task op_task_t;
+typedef struct op_queue op_queue_t;
+
+/** A task body, or an on_finish callback. Runs on a worker thread (or the completing thread). */
+typedef void (*op_task_fn)(void *context);
+
+enum {
+    /** Call the body even when the task was cancelled before it started (the body checks
+     *  op_task_is_cancelled). Without it a cancelled task is retired without calling the body. */
+    OP_TASK_RUN_WHEN_CANCELLED = 1u << 0,
+    /** The task is not finished when its body returns: it keeps its queue slot, and its
+     *  dependents wait, until someone calls op_task_complete(). (Asynchronous operations.) */
+    OP_TASK_MANUAL_COMPLETION = 1u << 1,
+};
+
+/** How a task runs. Initialise with op_task_attr_init(); every field has a safe default. */
+typedef struct op_task_attr {
+    op_priority_t priority;  /**< band in its queue; default OP_PRIORITY_NORMAL */
+    int qos;                 /**< op_qos_t, or OP_QOS_INHERIT (default) */
+    double thread_priority;  /**< 0.0 … 1.0, default 0.5; see op_runtime_nice_for() */
+    uint32_t flags;          /**< OP_TASK_* flags; default 0 */
+    op_task_fn on_finish;    /**< optional: called once with the context when the task is
+                                  finished (ran, retired after cancellation, or completed) */
+} op_task_attr_t;
+
+/** Fills *attr with the defaults: normal priority, inherited QoS, thread priority 0.5. */
+void op_task_attr_init(op_task_attr_t *attr);
+
+/** Creates a task. attr may be NULL for the defaults. Returns NULL with errno EINVAL (fn is
+ *  NULL, or an attribute is out of range) or ENOMEM. The caller owns one reference. */
+op_task_t *op_task_create(op_task_fn fn, void *context, const op_task_attr_t *attr);
+void op_task_retain(op_task_t *task);
+void op_task_release(op_task_t *task);
+
+/** Makes `task` wait for `dependency` to finish (or to be retired after cancellation). O(1).
+ *  Returns 0; EINVAL for NULL or a task depending on itself; EALREADY when `task` is already
+ *  ready, running or finished (the dependency cannot hold it back and is not recorded);
+ *  ENOMEM. A dependency that already finished is accepted and counts as satisfied. */
+int op_task_add_dependency(op_task_t *task, op_task_t *dependency);
+
+/** Removes a dependency that has not fired yet; may make `task` ready at once.
+ *  Returns 0, or ENOENT when there is no such unfinished dependency. */
+int op_task_remove_dependency(op_task_t *task, op_task_t *dependency);
+
+/** Number of dependencies of `task` that have not finished yet. */
+uint32_t op_task_unfinished_dependencies(const op_task_t *task);
+
+/** Cancels: sets the flag (idempotent). A task that has not started becomes ready at once so
+ *  its queue can retire it; it then counts as finished for its dependents. A running body
+ *  is not interrupted: it may poll op_task_is_cancelled(). */
+void op_task_cancel(op_task_t *task);
+
+bool op_task_is_cancelled(const op_task_t *task);
+/** True from the moment a worker takes the task until it is finished. */
+bool op_task_is_executing(const op_task_t *task);
+bool op_task_is_finished(const op_task_t *task);
+/** True when nothing holds the task back: no unfinished dependency, or cancelled. */
+bool op_task_is_ready(const op_task_t *task);
+void *op_task_context(const op_task_t *task);
+
+/** Finishes a task that is not run by a queue's worker: an OP_TASK_MANUAL_COMPLETION task whose
+ *  body has returned (this releases its queue slot), or a task that was never submitted and
+ *  that the caller ran itself. Releases its dependents and waiters.
+ *  Returns 0; EALREADY when already finished; EBUSY when the task is queued or its body is
+ *  still being run by a worker and it is not a manual-completion task. */
+int op_task_complete(op_task_t *task);
+
+/** Blocks until `task` is finished, or timeout_ns passes (OP_WAIT_FOREVER: no limit).
+ *  Returns 0, ETIMEDOUT, or EDEADLK when called from the task's own body. */
+int op_task_wait(op_task_t *task, int64_t timeout_ns);
+
+/** The task whose body runs on the calling thread, or NULL. Not retained. */
+op_task_t *op_task_current(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Queues
+ * ------------------------------------------------------------------------------------------- */
+
+/** Creates a queue. label may be NULL (it is copied). width: OP_WIDTH_DEFAULT, or >= 0
+ *  (1 = serial, 0 = start nothing until raised). Returns NULL with errno EINVAL or ENOMEM. */
+op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width);
+void op_queue_retain(op_queue_t *queue);
+/** Drops a handle. A queue with unfinished tasks lives on until its last task finished. */
+void op_queue_release(op_queue_t *queue);
+const char *op_queue_label(const op_queue_t *queue);
+
+/** Adds a task. It runs once its dependencies finished, in priority order among the queue's
+ *  ready tasks, on a worker of the queue's QoS class. Returns 0; EINVAL for NULL; EBUSY when the
+ *  task was already submitted (to any queue) or finished. */
+int op_queue_submit(op_queue_t *queue, op_task_t *task);
+
+/** Adds `count` tasks; all are in the queue before any of them is handed to a worker that is
+ *  not already running this queue. On EBUSY/EINVAL nothing is submitted. */
+int op_queue_submit_batch(op_queue_t *queue, op_task_t *const *tasks, size_t count);
+
+/** Creates and submits a default-attribute task in one call and keeps no handle (like
+ *  dispatch_async_f). Returns 0 or ENOMEM. */
+int op_queue_submit_f(op_queue_t *queue, op_task_fn fn, void *context);
+
+/** Sets the width: OP_WIDTH_DEFAULT or >= 0. Raising it starts waiting tasks at once; lowering
+ *  it stops no running task. Returns 0 or EINVAL. */
+int op_queue_set_width(op_queue_t *queue, int width);
+int op_queue_width(const op_queue_t *queue);
+
+/** While suspended no task of the queue starts; running ones go on. Resuming starts tasks. */
+void op_queue_set_suspended(op_queue_t *queue, bool suspended);
+bool op_queue_is_suspended(const op_queue_t *queue);
+
+/** QoS of the queue; tasks submitted afterwards are handed to that class's workers. */
+int op_queue_set_qos(op_queue_t *queue, op_qos_t qos);
+op_qos_t op_queue_qos(const op_queue_t *queue);
+
+/** Unfinished tasks of the queue (waiting, ready or running), a snapshot. Workers publish
+ *  finishes in small batches, so the count may lag by a few tasks while a queue drains. */
+size_t op_queue_unfinished(const op_queue_t *queue);
+
+/** Blocks until the queue holds no unfinished task, or timeout_ns passes. Tasks added
+ *  meanwhile extend the wait. Returns 0 or ETIMEDOUT; EDEADLK when called from a body running
+ *  on this queue. */
+int op_queue_wait(op_queue_t *queue, int64_t timeout_ns);
+
+/** The queue whose task body runs on the calling thread, or NULL. Not retained. */
+op_queue_t *op_queue_current(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Runtime: topology, nice values, introspection
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct op_topology {
+    int cpu_count;               /**< CPUs in the process's affinity mask = workers per class */
+    int node_count;              /**< NUMA nodes those CPUs lie on (1 without NUMA) */
+    bool numa;                   /**< true when libnuma is used for topology and pinning */
+    const char *fallback_reason; /**< why NUMA is not used, or NULL */
+} op_topology_t;
+
+/** Reads the topology (starts the runtime, not the workers). */
+void op_runtime_topology(op_topology_t *out);
+/** CPU id and node index of the index-th usable CPU (0 … cpu_count-1). Returns 0 or EINVAL. */
+int op_runtime_cpu(int index, int *cpu, int *node);
+
+/** Copies the per-class nice table (indexed by op_qos_t). Default {10, 2, 0, -2, -4}. */
+void op_runtime_nice_table(int table[OP_QOS_COUNT]);
+/** Replaces the table; each value in -20 … 19. Running workers take their new value before
+ *  their next task. Returns 0 or EINVAL. */
+int op_runtime_set_nice_table(const int table[OP_QOS_COUNT]);
+
+/** Parses an OPERATIONS_QOS_NICE spec ("userInteractive=-8,background=15") over the values
+ *  already in `table`. Returns 0, or EINVAL leaving `table` unchanged and writing a message that
+ *  names the bad entry to `error` (may be NULL). */
+int op_runtime_parse_nice_spec(const char *spec, int table[OP_QOS_COUNT], char *error,
+                               size_t error_size);
+/** The message for a rejected OPERATIONS_QOS_NICE at start-up, or NULL. */
+const char *op_runtime_nice_env_error(void);
+
+/** The nice a task of class `qos` with `thread_priority` asks for:
+ *  table[qos] + lround((0.5 - thread_priority) * 10), limited to -20 … 19. So 0.5 runs at the
+ *  class's nice, 1.0 five steps higher priority (nice - 5), 0.0 five steps lower (nice + 5). */
+int op_runtime_nice_for(op_qos_t qos, double thread_priority);
+
+/** True when this process may lower nice values below 0 (CAP_SYS_NICE or RLIMIT_NICE). */
+bool op_runtime_negative_nice_allowed(void);
+/** The lowest nice value the process may set at any time (-20 with CAP_SYS_NICE). */
+int op_runtime_lowest_nice(void);
+/** True once a wanted nice value had to be clamped because privilege was missing. */
+bool op_runtime_nice_clamped(void);
+/** Turns the one-line stderr report of a clamp on or off (default on). */
+void op_runtime_set_clamp_warning(bool enabled);
+
+/** Starts the workers of a class now (they otherwise start with the first task). */
+void op_runtime_start_workers(op_qos_t qos);
+/** Workers running for a class (0 before they started). */
+int op_runtime_worker_count(op_qos_t qos);
+
+typedef struct op_worker_info {
+    int tid;          /**< kernel thread id (for getpriority / sched_getaffinity) */
+    int cpu;          /**< the CPU it is pinned to */
+    int node;         /**< node index of that CPU */
+    int class_nice;   /**< nice it runs at between tasks, after clamping */
+    uint64_t tasks;   /**< tasks it has run */
+} op_worker_info_t;
+/** Describes worker `index` of class `qos`. Returns 0 or EINVAL. */
+int op_runtime_worker_info(op_qos_t qos, int index, op_worker_info_t *out);
+
+/** The nice value the calling thread runs at (getpriority on its thread id). */
+int op_current_thread_nice(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Building blocks, public for tests and for C code that wants them on their own
+ * ------------------------------------------------------------------------------------------- */
+
+/** Lock-free multi-producer multi-consumer FIFO with five priority bands (see ready_queue.c).
+ *  Items are non-NULL pointers; the queue neither owns nor frees them. Never full: it grows. */
+typedef struct op_ready_queue op_ready_queue_t;
+op_ready_queue_t *op_ready_queue_create(void);
+/** Destroys the queue; no other thread may use it any more. Items still in it are dropped. */
+void op_ready_queue_destroy(op_ready_queue_t *queue);
+void op_ready_queue_push(op_ready_queue_t *queue, void *item, op_priority_t band);
+/** Takes the oldest item of the highest non-empty band, or returns NULL. */
+void *op_ready_queue_pop(op_ready_queue_t *queue);
+/** False only when every band was seen empty (a hint under concurrency). */
+bool op_ready_queue_maybe_nonempty(const op_ready_queue_t *queue);
+
+/** Event count for parking threads without lost wake-ups (see parking.c):
+ *  key = op_event_prepare_wait(e); if (condition) op_event_cancel_wait(e);
+ *  else op_event_wait(e, key, timeout). Notifiers change the condition, then op_event_notify. */
+typedef struct op_event op_event_t;
+op_event_t *op_event_create(void);
+void op_event_destroy(op_event_t *event);
+uint32_t op_event_prepare_wait(op_event_t *event);
+void op_event_cancel_wait(op_event_t *event);
+/** Sleeps until notified after prepare_wait returned `key`, or timeout. Returns 0 or ETIMEDOUT. */
+int op_event_wait(op_event_t *event, uint32_t key, int64_t timeout_ns);
+/** Wakes up to `count` waiters; cheap (no syscall) when nobody waits. */
+void op_event_notify(op_event_t *event, int count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OPERATIONS_CORE_H */

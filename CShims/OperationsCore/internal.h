@@ -1,0 +1,205 @@
+/*
+ * internal.h — structures and functions shared between the core's files; not installed.
+ *
+ * The data's path: op_queue_submit (queue.c) → a task whose dependencies are done goes into its
+ * queue's op_ready_queue (ready_queue.c) → the queue claims a slot of its width and pushes a
+ * token (the queue pointer) into the worker pool of its QoS class (worker_pool.c), waking a
+ * parked worker (parking.c) → the worker drains the queue, running tasks at their nice value
+ * (nice.c) → finishing a task releases its dependents (task.c).
+ */
+#ifndef OPERATIONS_CORE_INTERNAL_H
+#define OPERATIONS_CORE_INTERNAL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "operations_core.h"
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Producer and consumer ends of shared structures are kept this far apart: x86-64 prefetches
+ * cache lines in pairs, so 64 bytes is not enough to stop false sharing. */
+#define OP_CACHE_LINE 128
+
+#define OP_LIKELY(x) __builtin_expect(!!(x), 1)
+#define OP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Aborts with a message: for states the core cannot continue from (out of memory while growing
+ * a ready queue, a broken invariant). Never used for bad input from callers. */
+_Noreturn void op_fatal(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+static inline void op_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* ---- ready_queue.c ------------------------------------------------------------------------ */
+
+/* One band: an unbounded MPMC FIFO made of a chain of bounded rings. */
+typedef struct op_ring op_ring;
+typedef struct op_fifo {
+    alignas(OP_CACHE_LINE) op_ring *_Atomic head; /* consumers' ring */
+    alignas(OP_CACHE_LINE) op_ring *_Atomic tail; /* producers' ring */
+    alignas(OP_CACHE_LINE) op_ring *first;        /* every ring ever used, chained by next */
+} op_fifo;
+
+void op_fifo_init(op_fifo *fifo, uint32_t initial_capacity);
+void op_fifo_destroy(op_fifo *fifo);
+void op_fifo_push(op_fifo *fifo, void *item);
+void *op_fifo_pop(op_fifo *fifo);
+bool op_fifo_maybe_nonempty(const op_fifo *fifo);
+
+struct op_ready_queue {
+    op_fifo bands[OP_PRIORITY_COUNT];
+};
+void op_ready_queue_init(op_ready_queue_t *queue, uint32_t initial_capacity);
+void op_ready_queue_deinit(op_ready_queue_t *queue);
+
+/* ---- parking.c ------------------------------------------------------------------------------ */
+
+struct op_event {
+    /* Low 32 bits: threads between prepare_wait and the end of wait. High 32 bits: the epoch,
+     * bumped by every notify that finds a waiter; the futex sleeps on this half. */
+    alignas(OP_CACHE_LINE) _Atomic uint64_t state;
+};
+void op_event_init(op_event_t *event);
+/* Futex helpers shared with task.c and queue.c. */
+int op_futex_wait(_Atomic uint32_t *word, uint32_t expected, int64_t timeout_ns);
+void op_futex_wake(_Atomic uint32_t *word, int count);
+int64_t op_now_ns(void);
+
+/* ---- task.c --------------------------------------------------------------------------------- */
+
+enum {
+    OP_STATE_SUBMITTED = 1u << 0, /* handed to a queue */
+    OP_STATE_QUEUED = 1u << 1,    /* pushed into its queue's ready queue (exactly once) */
+    OP_STATE_RUNNING = 1u << 2,   /* a worker took it */
+    OP_STATE_FINISHED = 1u << 3,
+    OP_STATE_CANCELLED = 1u << 4,
+    OP_STATE_WAITERS = 1u << 5, /* someone sleeps on the state word */
+    OP_STATE_BODY_DONE = 1u << 6, /* the body returned (manual-completion tasks) */
+};
+
+/* The dependency count holds this extra unit until the task is submitted, so a task can only
+ * become ready through submission (or cancellation after submission). */
+#define OP_PENDING_HOLD (UINT64_C(1) << 32)
+
+typedef struct op_edge op_edge;
+
+struct op_task {
+    _Atomic uint32_t state;          /* OP_STATE_* bits; futex word for op_task_wait */
+    _Atomic uint32_t refs;
+    _Atomic uint64_t pending;        /* unfinished dependencies + OP_PENDING_HOLD */
+    op_task_fn fn;
+    void *context;
+    op_task_fn on_finish;
+    op_queue_t *_Atomic queue;       /* set once by submit */
+    op_edge *_Atomic dependents;     /* edges of tasks waiting for this one; CLOSED when done */
+    op_edge *_Atomic own_edges;      /* edges this task owns (one per dependency it was given) */
+    uint8_t priority;
+    int8_t qos;                      /* op_qos_t or OP_QOS_INHERIT */
+    int8_t nice_delta;               /* from thread_priority */
+    uint8_t flags;
+};
+
+/* task_cache.c: task memory recycled between threads. */
+op_task_t *op_task_cache_alloc(void);
+void op_task_cache_free(op_task_t *task);
+/* Fills a freshly allocated task; attr must be valid. */
+void op_task_init(op_task_t *task, op_task_fn fn, void *context, const op_task_attr_t *attr);
+
+/* Marks the task finished, runs on_finish, releases dependents, wakes waiters. Returns false
+ * when it was already finished. Queue accounting is the caller's. */
+bool op_task_finish(op_task_t *task);
+/* Called when the dependency count reaches zero or the task is cancelled after submission:
+ * pushes it into its queue once. */
+void op_task_make_ready(op_task_t *task);
+
+/* ---- queue.c -------------------------------------------------------------------------------- */
+
+typedef struct op_pool op_pool;
+
+struct op_queue {
+    /* Written by producers. */
+    alignas(OP_CACHE_LINE) _Atomic uint64_t busy; /* unfinished tasks + claimed slots */
+    /* Written when slots are claimed or released (rare with draining workers). */
+    alignas(OP_CACHE_LINE) _Atomic int32_t running; /* claimed slots = tasks running or about to */
+    _Atomic int32_t width;                           /* as set; OP_WIDTH_DEFAULT allowed */
+    _Atomic bool suspended;
+    _Atomic int32_t qos;
+    _Atomic uint32_t refs;       /* handles + 1 while busy > 0 */
+    _Atomic uint32_t idle_epoch; /* futex word for op_queue_wait */
+    _Atomic uint32_t idle_waiters;
+    int32_t default_width;       /* workers per class: what OP_WIDTH_DEFAULT means */
+    char *label;
+    op_ready_queue_t ready;
+};
+
+/* Number of slots the queue may hold at once, with the default resolved against its pool. */
+int op_queue_effective_width(op_queue_t *queue);
+/* Claims up to max_tokens slots for ready tasks and hands them to the pool as tokens, then
+ * subtracts `sub` busy units the caller held. Its last touch of the queue is a token push or
+ * the subtraction, so the queue may be freed the moment it returns. */
+void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub);
+void op_queue_busy_add(op_queue_t *queue, uint64_t count);
+/* Subtracts from busy; at zero wakes waiters and drops the busy reference (may free). */
+void op_queue_busy_sub(op_queue_t *queue, uint64_t count);
+/* The queue gives up a slot; returns true when the caller re-claimed it to go on draining. */
+bool op_queue_release_slot(op_queue_t *queue);
+
+/* ---- worker_pool.c -------------------------------------------------------------------------- */
+
+op_pool *op_pool_for(op_qos_t qos);
+int op_pool_size(op_pool *pool);
+/* Hands a token (queue with a claimed slot) to the pool and wakes a worker if none searches. */
+void op_pool_push_token(op_pool *pool, op_queue_t *queue);
+/* Sets the thread-locals seen by op_task_current / op_queue_current. */
+extern _Thread_local op_task_t *op_tls_task;
+extern _Thread_local op_queue_t *op_tls_queue;
+/* The queue whose slot the calling worker holds while draining it (keeps it alive). */
+extern _Thread_local op_queue_t *op_tls_draining;
+
+/* ---- topology.c ----------------------------------------------------------------------------- */
+
+typedef struct op_topology_data {
+    int cpu_count;
+    int node_count;
+    bool numa;
+    const char *fallback_reason;
+    int *cpus;        /* cpu id of each usable CPU */
+    int *cpu_node;    /* node index of each usable CPU */
+    int max_cpu_id;   /* for the reverse table */
+    int *node_of_cpu_id; /* indexed by cpu id; -1 when not usable */
+} op_topology_data;
+
+const op_topology_data *op_topology_get(void);
+/* Pins the calling thread to `cpu` (libnuma when in use, else pthread affinity) and prefers
+ * memory of `node`. A failure is recorded (the fallback reason) but never fatal. */
+void op_topology_pin_current_thread(int cpu, int node);
+/* Node index of the CPU the caller runs on (0 when unknown). */
+int op_topology_current_node(void);
+
+/* ---- nice.c --------------------------------------------------------------------------------- */
+
+void op_nice_init(void);
+/* Generation of the nice table: bumped by op_runtime_set_nice_table. */
+uint32_t op_nice_generation(void);
+/* Wanted nice of a class, straight from the table. */
+int op_nice_of_class(int qos);
+/* The nice a worker should hold between tasks for a wanted value, after clamping for the
+ * process's privilege, given the nice the thread started with. Reports a clamp once. */
+int op_nice_clamp_class(int wanted, int thread_base);
+/* The nice to apply for a task body on a worker sitting at class_nice; reports clamps once. */
+int op_nice_clamp_task(int wanted, int class_nice);
+/* setpriority on the calling thread; returns 0 or errno. */
+int op_nice_set_current_thread(int nice);
+int op_current_tid(void);
+
+#endif /* OPERATIONS_CORE_INTERNAL_H */

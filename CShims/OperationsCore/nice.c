@@ -1,0 +1,295 @@
+/*
+ * nice.c — QoS classes and threadPriority as Linux nice values.
+ *
+ * The table (indexed by op_qos_t) defaults to libdispatch's on Linux: background 10,
+ * utility 2, default 0, userInitiated -2, userInteractive -4. OPERATIONS_QOS_NICE overrides
+ * entries at start-up; op_runtime_set_nice_table at run time (workers pick the new value up
+ * before their next task, through a generation number).
+ *
+ * threadPriority t (0 … 1) moves a task's nice by lround((0.5 - t) * 10): 0.5 keeps the class's
+ * nice, 1.0 is five steps higher priority, 0.0 five steps lower (a nice step is a factor of
+ * about 1.25 in CPU weight, so 1.0 vs 0.0 is about 9x the weight).
+ *
+ * Privilege: lowering a thread's nice below its current value needs CAP_SYS_NICE or an
+ * RLIMIT_NICE that allows it (lowest settable value = 20 - rlim_cur). Without it we clamp to
+ * what can be set AND undone later (a worker must always be able to return to its class's
+ * value after a task), record the clamp for introspection, and print one line on stderr
+ * (switched off with OPERATIONS_NICE_WARNINGS=0 or op_runtime_set_clamp_warning(false)).
+ * A clamp never fails a task.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <linux/capability.h>
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static const char *const op_qos_names[OP_QOS_COUNT] = {
+    "background", "utility", "default", "userInitiated", "userInteractive",
+};
+
+/* Table and generation: written rarely (start-up, set_nice_table), read by workers before each
+ * task. Each entry is its own atomic so readers never see a torn value. */
+static _Atomic int op_nice_table_values[OP_QOS_COUNT] = {10, 2, 0, -2, -4};
+static _Atomic uint32_t op_nice_table_generation = 1;
+
+static int op_lowest_settable = -20;   /* fixed after init */
+static bool op_negative_allowed = true; /* fixed after init */
+static _Atomic bool op_clamped = false;
+static _Atomic bool op_clamp_warning = true;
+static char op_env_error[256];
+static bool op_env_error_set = false;
+
+static pthread_once_t op_nice_once = PTHREAD_ONCE_INIT;
+
+int op_current_tid(void) { return (int)syscall(SYS_gettid); }
+
+static bool op_has_cap_sys_nice(void) {
+    struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof data);
+    if (syscall(SYS_capget, &header, data) != 0) return false;
+    return (data[CAP_SYS_NICE / 32].effective >> (CAP_SYS_NICE % 32)) & 1u;
+}
+
+static void op_nice_init_once(void) {
+    if (op_has_cap_sys_nice()) {
+        op_lowest_settable = -20;
+    } else {
+        struct rlimit limit;
+        int lowest = 20; /* RLIMIT_NICE 0: no lowering at all */
+        if (getrlimit(RLIMIT_NICE, &limit) == 0) {
+            rlim_t cur = limit.rlim_cur;
+            if (cur == RLIM_INFINITY || cur > 40) cur = 40;
+            lowest = 20 - (int)cur;
+        }
+        op_lowest_settable = lowest < -20 ? -20 : lowest;
+    }
+    op_negative_allowed = op_lowest_settable < 0;
+
+    const char *warn = getenv("OPERATIONS_NICE_WARNINGS");
+    if (warn && strcmp(warn, "0") == 0) atomic_store(&op_clamp_warning, false);
+
+    const char *spec = getenv("OPERATIONS_QOS_NICE");
+    if (spec && *spec) {
+        int table[OP_QOS_COUNT];
+        op_runtime_nice_table(table);
+        char error[200];
+        if (op_runtime_parse_nice_spec(spec, table, error, sizeof error) == 0) {
+            for (int i = 0; i < OP_QOS_COUNT; i++) {
+                atomic_store_explicit(&op_nice_table_values[i], table[i], memory_order_relaxed);
+            }
+        } else {
+            snprintf(op_env_error, sizeof op_env_error, "OPERATIONS_QOS_NICE: %s; keeping the defaults",
+                     error);
+            op_env_error_set = true;
+            fprintf(stderr, "operations: %s\n", op_env_error);
+        }
+    }
+}
+
+void op_nice_init(void) { pthread_once(&op_nice_once, op_nice_init_once); }
+
+uint32_t op_nice_generation(void) {
+    /* acquire: a worker that sees a new generation also sees the entries stored before it. */
+    return atomic_load_explicit(&op_nice_table_generation, memory_order_acquire);
+}
+
+int op_nice_of_class(int qos) {
+    if (qos < 0 || qos >= OP_QOS_COUNT) qos = OP_QOS_DEFAULT;
+    return atomic_load_explicit(&op_nice_table_values[qos], memory_order_relaxed);
+}
+
+static void op_report_clamp(int wanted, int applied) {
+    bool expected = false;
+    /* relaxed: a flag for introspection; the exchange makes the report happen exactly once. */
+    if (!atomic_compare_exchange_strong_explicit(&op_clamped, &expected, true,
+                                                 memory_order_relaxed, memory_order_relaxed)) {
+        return;
+    }
+    if (atomic_load_explicit(&op_clamp_warning, memory_order_relaxed)) {
+        fprintf(stderr,
+                "operations: nice %d needs CAP_SYS_NICE or a higher RLIMIT_NICE (lowest allowed "
+                "here: %d); running at %d instead. Reported once; set "
+                "OPERATIONS_NICE_WARNINGS=0 to silence.\n",
+                wanted, op_lowest_settable, applied);
+    }
+}
+
+int op_nice_clamp_class(int wanted, int thread_base) {
+    op_nice_init();
+    /* Raising (wanted >= base) is always allowed. Below the base, values down to the lowest
+     * settable one are allowed; if even that is above the base, stay at the base. */
+    int floor = thread_base < op_lowest_settable ? thread_base : op_lowest_settable;
+    int applied = wanted < floor ? floor : wanted;
+    if (applied != wanted) op_report_clamp(wanted, applied);
+    return applied;
+}
+
+int op_nice_clamp_task(int wanted, int class_nice) {
+    if (wanted == class_nice) return class_nice;
+    if (wanted < class_nice) {
+        /* Lowering for the body, then raising back (always allowed). */
+        int applied = wanted < op_lowest_settable ? op_lowest_settable : wanted;
+        if (applied > class_nice) applied = class_nice;
+        if (applied != wanted) op_report_clamp(wanted, applied);
+        return applied;
+    }
+    /* Raising for the body is allowed, but only if we may lower back to class_nice after. */
+    if (class_nice < op_lowest_settable) {
+        op_report_clamp(wanted, class_nice);
+        return class_nice;
+    }
+    return wanted;
+}
+
+int op_nice_set_current_thread(int nice) {
+    if (setpriority(PRIO_PROCESS, (id_t)op_current_tid(), nice) != 0) return errno;
+    return 0;
+}
+
+int op_current_thread_nice(void) {
+    errno = 0;
+    return getpriority(PRIO_PROCESS, (id_t)op_current_tid());
+}
+
+/* ---- public API --------------------------------------------------------------------------- */
+
+void op_runtime_nice_table(int table[OP_QOS_COUNT]) {
+    op_nice_init();
+    for (int i = 0; i < OP_QOS_COUNT; i++) table[i] = op_nice_of_class(i);
+}
+
+int op_runtime_set_nice_table(const int table[OP_QOS_COUNT]) {
+    op_nice_init();
+    if (!table) return EINVAL;
+    for (int i = 0; i < OP_QOS_COUNT; i++) {
+        if (table[i] < -20 || table[i] > 19) return EINVAL;
+    }
+    for (int i = 0; i < OP_QOS_COUNT; i++) {
+        atomic_store_explicit(&op_nice_table_values[i], table[i], memory_order_relaxed);
+    }
+    /* release: publishes the entries above to workers that acquire the generation. */
+    atomic_fetch_add_explicit(&op_nice_table_generation, 1, memory_order_release);
+    return 0;
+}
+
+static void op_set_error(char *error, size_t size, const char *format, const char *entry,
+                         size_t entry_len) {
+    if (!error || size == 0) return;
+    char quoted[96];
+    size_t n = entry_len < sizeof quoted - 1 ? entry_len : sizeof quoted - 1;
+    memcpy(quoted, entry, n);
+    quoted[n] = 0;
+    snprintf(error, size, format, quoted);
+}
+
+int op_runtime_parse_nice_spec(const char *spec, int table[OP_QOS_COUNT], char *error,
+                               size_t error_size) {
+    if (!spec || !table) {
+        if (error && error_size) snprintf(error, error_size, "no spec given");
+        return EINVAL;
+    }
+    int result[OP_QOS_COUNT];
+    memcpy(result, table, sizeof result);
+    const char *p = spec;
+    if (*p == 0) {
+        if (error && error_size) snprintf(error, error_size, "empty spec");
+        return EINVAL;
+    }
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        if (len == 0) {
+            op_set_error(error, error_size, "empty entry '%s' (stray comma)", p, 0);
+            return EINVAL;
+        }
+        if (!eq) {
+            op_set_error(error, error_size, "bad entry '%s': expected class=nice", p, len);
+            return EINVAL;
+        }
+        size_t name_len = (size_t)(eq - p);
+        int qos = -1;
+        for (int i = 0; i < OP_QOS_COUNT; i++) {
+            if (strlen(op_qos_names[i]) == name_len &&
+                strncasecmp(op_qos_names[i], p, name_len) == 0) {
+                qos = i;
+            }
+        }
+        if (qos < 0) {
+            op_set_error(error, error_size,
+                         "bad entry '%s': unknown class (expected userInteractive, "
+                         "userInitiated, default, utility or background)",
+                         p, len);
+            return EINVAL;
+        }
+        const char *num = eq + 1;
+        size_t num_len = len - name_len - 1;
+        char buf[16];
+        if (num_len == 0 || num_len >= sizeof buf) {
+            op_set_error(error, error_size, "bad entry '%s': expected an integer nice value", p,
+                         len);
+            return EINVAL;
+        }
+        memcpy(buf, num, num_len);
+        buf[num_len] = 0;
+        char *stop = NULL;
+        errno = 0;
+        long value = strtol(buf, &stop, 10);
+        if (errno != 0 || stop == buf || *stop != 0) {
+            op_set_error(error, error_size, "bad entry '%s': expected an integer nice value", p,
+                         len);
+            return EINVAL;
+        }
+        if (value < -20 || value > 19) {
+            op_set_error(error, error_size, "bad entry '%s': nice must be within -20 ... 19", p,
+                         len);
+            return EINVAL;
+        }
+        result[qos] = (int)value;
+        if (!end) break;
+        p = end + 1;
+    }
+    memcpy(table, result, sizeof result);
+    return 0;
+}
+
+const char *op_runtime_nice_env_error(void) {
+    op_nice_init();
+    return op_env_error_set ? op_env_error : NULL;
+}
+
+int op_runtime_nice_for(op_qos_t qos, double thread_priority) {
+    op_nice_init();
+    if (!(thread_priority >= 0.0)) thread_priority = 0.0; /* also catches NaN */
+    if (thread_priority > 1.0) thread_priority = 1.0;
+    int nice = op_nice_of_class((int)qos) + (int)lround((0.5 - thread_priority) * 10.0);
+    if (nice < -20) nice = -20;
+    if (nice > 19) nice = 19;
+    return nice;
+}
+
+bool op_runtime_negative_nice_allowed(void) {
+    op_nice_init();
+    return op_negative_allowed;
+}
+
+int op_runtime_lowest_nice(void) {
+    op_nice_init();
+    return op_lowest_settable;
+}
+
+bool op_runtime_nice_clamped(void) {
+    return atomic_load_explicit(&op_clamped, memory_order_relaxed);
+}
+
+void op_runtime_set_clamp_warning(bool enabled) {
+    op_nice_init();
+    atomic_store_explicit(&op_clamp_warning, enabled, memory_order_relaxed);
+}

@@ -1,0 +1,301 @@
+/*
+ * queue.c — queues: width, suspension, QoS, five priority bands, waits and lifetime.
+ *
+ * A queue holds its ready tasks in its own op_ready_queue, so priority order holds among its
+ * tasks at every width: a worker picks the next task at the moment it can run one. Workers
+ * never see tasks directly: a queue with ready tasks and a free slot (running < width) claims
+ * the slot and hands a token (the queue pointer) to the worker pool of its QoS class. The
+ * worker holding the token drains the queue, task after task, keeping the slot; it gives the
+ * slot back when the queue is empty, suspended or narrowed. The add → run → finish path takes
+ * no lock: producers push and read `running`; workers pop and count finishes in batches.
+ *
+ * No lost work between "producer pushes, sees all slots taken" and "worker finds the queue
+ * empty, gives its slot back": each side writes (push / running--), issues a seq_cst fence,
+ * then reads the other's location (running / the bands), so at least one sees the other and
+ * claims a slot again (Dekker).
+ *
+ * Lifetime: `busy` counts unfinished tasks plus claimed slots. While busy > 0 the queue holds
+ * one extra reference (taken on 0 → 1, dropped on 1 → 0), so a queue whose last handle is
+ * released lives until its last task finished. Every path touches the queue last with its
+ * busy subtraction or a token push, so nothing reads a queue after it could be freed.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
+    if ((unsigned)qos >= OP_QOS_COUNT || width < OP_WIDTH_DEFAULT) {
+        errno = EINVAL;
+        return NULL;
+    }
+    op_queue_t *queue = NULL;
+    if (posix_memalign((void **)&queue, OP_CACHE_LINE, sizeof *queue) != 0) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    atomic_init(&queue->busy, 0);
+    atomic_init(&queue->running, 0);
+    atomic_init(&queue->width, width);
+    atomic_init(&queue->suspended, false);
+    atomic_init(&queue->qos, (int32_t)qos);
+    atomic_init(&queue->refs, 1);
+    atomic_init(&queue->idle_epoch, 0);
+    atomic_init(&queue->idle_waiters, 0);
+    queue->default_width = op_topology_get()->cpu_count;
+    queue->label = label ? strdup(label) : NULL;
+    if (label && !queue->label) {
+        free(queue);
+        errno = ENOMEM;
+        return NULL;
+    }
+    op_ready_queue_init(&queue->ready, 64);
+    return queue;
+}
+
+void op_queue_retain(op_queue_t *queue) {
+    /* relaxed: the caller already holds a reference. */
+    atomic_fetch_add_explicit(&queue->refs, 1, memory_order_relaxed);
+}
+
+void op_queue_release(op_queue_t *queue) {
+    if (!queue) return;
+    /* acq_rel: the last release sees all other owners' writes before freeing. */
+    if (atomic_fetch_sub_explicit(&queue->refs, 1, memory_order_acq_rel) == 1) {
+        op_ready_queue_deinit(&queue->ready);
+        free(queue->label);
+        free(queue);
+    }
+}
+
+const char *op_queue_label(const op_queue_t *queue) { return queue->label; }
+
+int op_queue_effective_width(op_queue_t *queue) {
+    int width = atomic_load_explicit(&queue->width, memory_order_relaxed);
+    return width < 0 ? queue->default_width : width;
+}
+
+void op_queue_busy_add(op_queue_t *queue, uint64_t count) {
+    /* seq_cst: ordered before the waiter's registration check in op_queue_wait. */
+    uint64_t before = atomic_fetch_add_explicit(&queue->busy, count, memory_order_seq_cst);
+    if (before == 0) op_queue_retain(queue);
+}
+
+void op_queue_busy_sub(op_queue_t *queue, uint64_t count) {
+    if (count == 0) return;
+    /* seq_cst: Dekker with op_queue_wait (we write busy then read idle_waiters; it writes
+     * idle_waiters then reads busy), and release of the tasks' effects to the waiter. */
+    uint64_t before = atomic_fetch_sub_explicit(&queue->busy, count, memory_order_seq_cst);
+    if (before != count) return;
+    if (atomic_load_explicit(&queue->idle_waiters, memory_order_seq_cst) != 0) {
+        /* release: a waiter that sees the new epoch sees everything before it. */
+        atomic_fetch_add_explicit(&queue->idle_epoch, 1, memory_order_release);
+        op_futex_wake(&queue->idle_epoch, INT32_MAX);
+    }
+    op_queue_release(queue); /* the busy reference; may free the queue */
+}
+
+void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub) {
+    /* seq_cst: the caller's push into the bands is ordered before our read of `running` and
+     * `suspended` (Dekker with op_queue_release_slot). */
+    atomic_thread_fence(memory_order_seq_cst);
+    int claimed = 0;
+    while (claimed < max_tokens) {
+        if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) break;
+        int32_t running = atomic_load_explicit(&queue->running, memory_order_relaxed);
+        if (running >= op_queue_effective_width(queue)) break;
+        if (!op_ready_queue_maybe_nonempty(&queue->ready)) break;
+        /* seq_cst: a claimed slot is part of the same Dekker pair. */
+        if (atomic_compare_exchange_weak_explicit(&queue->running, &running, running + 1,
+                                                  memory_order_seq_cst, memory_order_relaxed)) {
+            claimed++;
+        }
+    }
+    if (claimed == 0) {
+        op_queue_busy_sub(queue, sub);
+        return;
+    }
+    op_pool *pool = op_pool_for((op_qos_t)atomic_load_explicit(&queue->qos, memory_order_relaxed));
+    /* One add for the slots' units and the caller's units: stays >= claimed > 0. */
+    uint64_t delta = (uint64_t)claimed - sub;
+    if ((int64_t)delta > 0) {
+        op_queue_busy_add(queue, delta);
+    } else if ((int64_t)delta < 0) {
+        atomic_fetch_sub_explicit(&queue->busy, sub - (uint64_t)claimed, memory_order_seq_cst);
+    }
+    for (int i = 0; i < claimed; i++) op_pool_push_token(pool, queue); /* last touch */
+}
+
+bool op_queue_release_slot(op_queue_t *queue) {
+    /* seq_cst: giving the slot back, then re-reading the bands, is our half of the Dekker pair
+     * with producers (push, fence, read running). */
+    atomic_fetch_sub_explicit(&queue->running, 1, memory_order_seq_cst);
+    atomic_thread_fence(memory_order_seq_cst);
+    for (;;) {
+        if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) return false;
+        if (!op_ready_queue_maybe_nonempty(&queue->ready)) return false;
+        int32_t running = atomic_load_explicit(&queue->running, memory_order_relaxed);
+        if (running >= op_queue_effective_width(queue)) return false;
+        if (atomic_compare_exchange_weak_explicit(&queue->running, &running, running + 1,
+                                                  memory_order_seq_cst, memory_order_relaxed)) {
+            return true;
+        }
+    }
+}
+
+static int op_queue_submit_one(op_queue_t *queue, op_task_t *task) {
+    op_queue_t *expected = NULL;
+    /* acq_rel: claims the task for this queue exactly once. */
+    if (!atomic_compare_exchange_strong_explicit(&task->queue, &expected, queue,
+                                                 memory_order_acq_rel, memory_order_relaxed)) {
+        return EBUSY;
+    }
+    uint32_t state = atomic_load_explicit(&task->state, memory_order_acquire);
+    do {
+        if (state & OP_STATE_FINISHED) {
+            atomic_store_explicit(&task->queue, NULL, memory_order_relaxed);
+            return EBUSY;
+        }
+        /* acq_rel: one of submit and cancel sees the other's bit (both fetch-or the word). */
+    } while (!atomic_compare_exchange_weak_explicit(&task->state, &state,
+                                                    state | OP_STATE_SUBMITTED,
+                                                    memory_order_acq_rel, memory_order_acquire));
+    op_task_retain(task); /* the queue's reference, dropped when the task finished */
+    op_queue_busy_add(queue, 1);
+    /* acq_rel: drop the submission hold; reaching zero means no dependency is left. */
+    uint64_t before = atomic_fetch_sub_explicit(&task->pending, OP_PENDING_HOLD,
+                                                memory_order_acq_rel);
+    if (before == OP_PENDING_HOLD || (state & OP_STATE_CANCELLED)) {
+        /* Ready now (or cancelled before submission): into the bands, without dispatching. */
+        uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_QUEUED,
+                                                memory_order_acq_rel);
+        if (!(old & OP_STATE_QUEUED)) {
+            op_ready_queue_push(&queue->ready, task, (op_priority_t)task->priority);
+        }
+    }
+    return 0;
+}
+
+int op_queue_submit(op_queue_t *queue, op_task_t *task) {
+    if (!queue || !task) return EINVAL;
+    int rc = op_queue_submit_one(queue, task);
+    if (rc == 0) op_queue_dispatch_sub(queue, 1, 0);
+    return rc;
+}
+
+int op_queue_submit_batch(op_queue_t *queue, op_task_t *const *tasks, size_t count) {
+    if (!queue || (!tasks && count)) return EINVAL;
+    for (size_t i = 0; i < count; i++) {
+        if (!tasks[i]) return EINVAL;
+        if (atomic_load_explicit(&tasks[i]->queue, memory_order_relaxed) ||
+            (atomic_load_explicit(&tasks[i]->state, memory_order_relaxed) & OP_STATE_FINISHED)) {
+            return EBUSY;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (tasks[j] == tasks[i]) return EBUSY;
+        }
+    }
+    size_t submitted = 0;
+    int rc = 0;
+    for (size_t i = 0; i < count; i++) {
+        rc = op_queue_submit_one(queue, tasks[i]);
+        if (rc != 0) break; /* lost a race with another submitter of the same task */
+        submitted++;
+    }
+    if (submitted) op_queue_dispatch_sub(queue, op_queue_effective_width(queue), 0);
+    return rc;
+}
+
+int op_queue_submit_f(op_queue_t *queue, op_task_fn fn, void *context) {
+    if (!queue || !fn) return EINVAL;
+    /* Nobody else can see this task yet, so it starts out submitted and queued with plain
+     * initialisation, and its one reference is the queue's: no read-modify-write until the
+     * push below, which publishes it (release, in op_fifo_push). */
+    op_task_t *task = op_task_cache_alloc();
+    if (!task) return ENOMEM;
+    task->fn = fn;
+    task->context = context;
+    task->on_finish = NULL;
+    atomic_init(&task->state, OP_STATE_SUBMITTED | OP_STATE_QUEUED);
+    atomic_init(&task->refs, 1);
+    atomic_init(&task->pending, 0);
+    atomic_init(&task->queue, queue);
+    atomic_init(&task->dependents, NULL);
+    atomic_init(&task->own_edges, NULL);
+    task->priority = OP_PRIORITY_NORMAL;
+    task->qos = OP_QOS_INHERIT;
+    task->nice_delta = 0;
+    task->flags = 0;
+    op_queue_busy_add(queue, 1);
+    op_ready_queue_push(&queue->ready, task, OP_PRIORITY_NORMAL);
+    op_queue_dispatch_sub(queue, 1, 0);
+    return 0;
+}
+
+int op_queue_set_width(op_queue_t *queue, int width) {
+    if (!queue || width < OP_WIDTH_DEFAULT) return EINVAL;
+    atomic_store_explicit(&queue->width, width, memory_order_relaxed);
+    op_queue_dispatch_sub(queue, op_queue_effective_width(queue), 0);
+    return 0;
+}
+
+int op_queue_width(const op_queue_t *queue) {
+    return atomic_load_explicit(&((op_queue_t *)queue)->width, memory_order_relaxed);
+}
+
+void op_queue_set_suspended(op_queue_t *queue, bool suspended) {
+    if (!queue) return;
+    /* seq_cst: resuming is a write followed by dispatch's fence and reads; workers read the
+     * flag before each task. */
+    atomic_store_explicit(&queue->suspended, suspended, memory_order_seq_cst);
+    if (!suspended) op_queue_dispatch_sub(queue, op_queue_effective_width(queue), 0);
+}
+
+bool op_queue_is_suspended(const op_queue_t *queue) {
+    return atomic_load_explicit(&((op_queue_t *)queue)->suspended, memory_order_relaxed);
+}
+
+int op_queue_set_qos(op_queue_t *queue, op_qos_t qos) {
+    if (!queue || (unsigned)qos >= OP_QOS_COUNT) return EINVAL;
+    atomic_store_explicit(&queue->qos, (int32_t)qos, memory_order_relaxed);
+    return 0;
+}
+
+op_qos_t op_queue_qos(const op_queue_t *queue) {
+    return (op_qos_t)atomic_load_explicit(&((op_queue_t *)queue)->qos, memory_order_relaxed);
+}
+
+size_t op_queue_unfinished(const op_queue_t *queue) {
+    op_queue_t *q = (op_queue_t *)queue;
+    uint64_t busy = atomic_load_explicit(&q->busy, memory_order_acquire);
+    int32_t slots = atomic_load_explicit(&q->running, memory_order_relaxed);
+    return busy > (uint64_t)slots ? (size_t)(busy - (uint64_t)slots) : 0;
+}
+
+op_queue_t *op_queue_current(void) { return op_tls_queue; }
+
+int op_queue_wait(op_queue_t *queue, int64_t timeout_ns) {
+    if (!queue) return EINVAL;
+    if (op_tls_queue == queue) return EDEADLK;
+    int64_t deadline = timeout_ns >= 0 ? op_now_ns() + timeout_ns : -1;
+    for (;;) {
+        if (atomic_load_explicit(&queue->busy, memory_order_seq_cst) == 0) return 0;
+        uint32_t epoch = atomic_load_explicit(&queue->idle_epoch, memory_order_acquire);
+        /* seq_cst: register, then re-read busy (Dekker with op_queue_busy_sub). */
+        atomic_fetch_add_explicit(&queue->idle_waiters, 1, memory_order_seq_cst);
+        if (atomic_load_explicit(&queue->busy, memory_order_seq_cst) == 0) {
+            atomic_fetch_sub_explicit(&queue->idle_waiters, 1, memory_order_relaxed);
+            return 0;
+        }
+        int64_t left = -1;
+        if (deadline >= 0) {
+            left = deadline - op_now_ns();
+            if (left <= 0) {
+                atomic_fetch_sub_explicit(&queue->idle_waiters, 1, memory_order_relaxed);
+                return ETIMEDOUT;
+            }
+        }
+        op_futex_wait(&queue->idle_epoch, epoch, left);
+        atomic_fetch_sub_explicit(&queue->idle_waiters, 1, memory_order_relaxed);
+    }
+}

@@ -1,0 +1,349 @@
+/*
+ * task.c — the task handle: body, state, unfinished-dependency count, and dependency edges.
+ *
+ * Readiness: `pending` counts unfinished dependencies plus OP_PENDING_HOLD until submission.
+ * Whoever brings it to zero (submit, or the last dependency finishing, or removing the last
+ * dependency) makes the task ready; cancellation after submission makes it ready early. The
+ * QUEUED state bit, set with fetch_or, guarantees the task enters its ready queue once.
+ *
+ * Dependencies are edges. An edge is owned by the dependent task (freed with it) and linked
+ * into two lists: the dependent's own list (to find it for removal) and the dependency's
+ * `dependents` list, a push-only lock-free stack that the dependency closes when it finishes
+ * (exchange with CLOSED), then walks. O(1) per edge, no global lock, no rescans. An edge moves
+ * out of ACTIVE once, by compare-and-swap: FIRED (the dependency finished) or REMOVED (the
+ * dependent dropped it), so a dependency is counted down exactly once. While linked into an
+ * unfinished dependency's list, the edge holds a reference on its dependent, which keeps the
+ * edge itself alive for the walk.
+ *
+ * Threads: any thread may call anything here. The state word doubles as the futex word of
+ * op_task_wait.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <math.h>
+
+#define OP_EDGES_CLOSED ((op_edge *)(uintptr_t)1)
+
+enum { OP_EDGE_ACTIVE = 0, OP_EDGE_FIRED = 1, OP_EDGE_REMOVED = 2, OP_EDGE_DEAD = 3 };
+
+struct op_edge {
+    op_task_t *dependent;   /* owner */
+    op_task_t *dependency;  /* compared by remove_dependency, never dereferenced through here */
+    _Atomic uint32_t state; /* OP_EDGE_* */
+    op_edge *next_in_dependency;
+    op_edge *next_owned;
+};
+
+_Thread_local op_task_t *op_tls_task = NULL;
+_Thread_local op_queue_t *op_tls_queue = NULL;
+_Thread_local op_queue_t *op_tls_draining = NULL;
+
+void op_task_attr_init(op_task_attr_t *attr) {
+    if (!attr) return;
+    attr->priority = OP_PRIORITY_NORMAL;
+    attr->qos = OP_QOS_INHERIT;
+    attr->thread_priority = 0.5;
+    attr->flags = 0;
+    attr->on_finish = NULL;
+}
+
+op_task_t *op_task_create(op_task_fn fn, void *context, const op_task_attr_t *attr) {
+    op_task_attr_t defaults;
+    if (!attr) {
+        op_task_attr_init(&defaults);
+        attr = &defaults;
+    }
+    if (!fn || (unsigned)attr->priority >= OP_PRIORITY_COUNT || attr->qos < OP_QOS_INHERIT ||
+        attr->qos >= OP_QOS_COUNT || !(attr->thread_priority >= 0.0) ||
+        attr->thread_priority > 1.0 ||
+        (attr->flags & ~(uint32_t)(OP_TASK_RUN_WHEN_CANCELLED | OP_TASK_MANUAL_COMPLETION))) {
+        errno = EINVAL;
+        return NULL;
+    }
+    op_task_t *task = op_task_cache_alloc();
+    if (!task) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    op_task_init(task, fn, context, attr);
+    return task;
+}
+
+void op_task_init(op_task_t *task, op_task_fn fn, void *context, const op_task_attr_t *attr) {
+    atomic_init(&task->state, 0);
+    atomic_init(&task->refs, 1);
+    atomic_init(&task->pending, OP_PENDING_HOLD);
+    task->fn = fn;
+    task->context = context;
+    task->on_finish = attr->on_finish;
+    atomic_init(&task->queue, NULL);
+    atomic_init(&task->dependents, NULL);
+    atomic_init(&task->own_edges, NULL);
+    task->priority = (uint8_t)attr->priority;
+    task->qos = (int8_t)attr->qos;
+    task->nice_delta = (int8_t)lround((0.5 - attr->thread_priority) * 10.0);
+    task->flags = (uint8_t)attr->flags;
+}
+
+void op_task_retain(op_task_t *task) {
+    /* relaxed: taking a reference needs no ordering, the caller already holds one. */
+    atomic_fetch_add_explicit(&task->refs, 1, memory_order_relaxed);
+}
+
+static void op_task_destroy(op_task_t *task) {
+    /* A dependency released without ever finishing: its dependents stay blocked (as with
+     * Foundation, they wait for it forever), but the edges' references are returned. */
+    op_edge *list = atomic_exchange_explicit(&task->dependents, OP_EDGES_CLOSED,
+                                             memory_order_acquire);
+    while (list && list != OP_EDGES_CLOSED) {
+        op_edge *next = list->next_in_dependency;
+        op_task_release(list->dependent);
+        list = next;
+    }
+    op_edge *owned = atomic_load_explicit(&task->own_edges, memory_order_acquire);
+    while (owned) {
+        op_edge *next = owned->next_owned;
+        free(owned);
+        owned = next;
+    }
+    op_task_cache_free(task);
+}
+
+void op_task_release(op_task_t *task) {
+    if (!task) return;
+    /* acq_rel: the last release must see every other owner's writes before freeing (acquire),
+     * and our own writes must be visible to whoever frees (release). */
+    if (atomic_fetch_sub_explicit(&task->refs, 1, memory_order_acq_rel) == 1) {
+        op_task_destroy(task);
+    }
+}
+
+static void op_task_ready_now(op_task_t *task, bool dispatch) {
+    /* acq_rel: exactly one caller wins the QUEUED bit; it must see the queue pointer stored
+     * before SUBMITTED (acquire) and publish the task's state to the worker (release). */
+    uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_QUEUED, memory_order_acq_rel);
+    if (old & (OP_STATE_QUEUED | OP_STATE_FINISHED)) return;
+    op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_acquire);
+    if (!dispatch) {
+        /* submit: the caller holds a handle on the queue and dispatches itself. */
+        op_ready_queue_push(&queue->ready, task, (op_priority_t)task->priority);
+        return;
+    }
+    /* Once pushed, the task may run and finish at once and the queue may be freed; a worker
+     * that is draining this queue holds it alive, anyone else holds one busy unit meanwhile. */
+    bool pinned = op_tls_draining == queue;
+    if (!pinned) op_queue_busy_add(queue, 1);
+    op_ready_queue_push(&queue->ready, task, (op_priority_t)task->priority);
+    op_queue_dispatch_sub(queue, 1, pinned ? 0 : 1);
+}
+
+void op_task_make_ready(op_task_t *task) { op_task_ready_now(task, true); }
+
+/* Drops the dependency count; the caller that brings it to zero makes the task ready. */
+static void op_task_count_down(op_task_t *task, uint64_t amount, bool dispatch) {
+    /* acq_rel: the finished dependency's writes (release) must be visible to the thread that
+     * takes the task to zero and hands it on (acquire). */
+    uint64_t before = atomic_fetch_sub_explicit(&task->pending, amount, memory_order_acq_rel);
+    if (before == amount) op_task_ready_now(task, dispatch);
+}
+
+int op_task_add_dependency(op_task_t *task, op_task_t *dependency) {
+    if (!task || !dependency || task == dependency) return EINVAL;
+    /* acquire: if the dependency finished, its effects are visible to our caller. */
+    if (atomic_load_explicit(&dependency->state, memory_order_acquire) & OP_STATE_FINISHED) {
+        return 0;
+    }
+    uint32_t state = atomic_load_explicit(&task->state, memory_order_acquire);
+    if (state & (OP_STATE_QUEUED | OP_STATE_RUNNING | OP_STATE_FINISHED)) return EALREADY;
+    /* Count the dependency first, but only while the task is not ready (pending > 0). relaxed:
+     * the count itself carries no data; readiness is decided by the acq_rel decrements. */
+    uint64_t pending = atomic_load_explicit(&task->pending, memory_order_relaxed);
+    do {
+        if (pending == 0) return EALREADY;
+    } while (!atomic_compare_exchange_weak_explicit(&task->pending, &pending, pending + 1,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    op_edge *edge = malloc(sizeof *edge);
+    if (!edge) {
+        op_task_count_down(task, 1, true);
+        return ENOMEM;
+    }
+    edge->dependent = task;
+    edge->dependency = dependency;
+    atomic_init(&edge->state, OP_EDGE_ACTIVE);
+    op_task_retain(task); /* the edge's reference, while it is linked into `dependency` */
+
+    /* Into the owner's list. release: remove_dependency walks it after an acquire load. */
+    op_edge *owned = atomic_load_explicit(&task->own_edges, memory_order_relaxed);
+    do {
+        edge->next_owned = owned;
+    } while (!atomic_compare_exchange_weak_explicit(&task->own_edges, &owned, edge,
+                                                    memory_order_release, memory_order_relaxed));
+
+    /* Into the dependency's list, unless it closed meanwhile (it finished). */
+    op_edge *head = atomic_load_explicit(&dependency->dependents, memory_order_acquire);
+    for (;;) {
+        if (head == OP_EDGES_CLOSED) {
+            atomic_store_explicit(&edge->state, OP_EDGE_DEAD, memory_order_relaxed);
+            op_task_count_down(task, 1, true);
+            op_task_release(task);
+            return 0;
+        }
+        edge->next_in_dependency = head;
+        /* release: the finisher that exchanges the list out (acquire) sees the edge's fields. */
+        if (atomic_compare_exchange_weak_explicit(&dependency->dependents, &head, edge,
+                                                  memory_order_release, memory_order_acquire)) {
+            return 0;
+        }
+    }
+}
+
+int op_task_remove_dependency(op_task_t *task, op_task_t *dependency) {
+    if (!task || !dependency) return ENOENT;
+    /* acquire: pairs with the release push in add_dependency. Edges live as long as `task`,
+     * which the caller holds, so walking them is safe. */
+    for (op_edge *edge = atomic_load_explicit(&task->own_edges, memory_order_acquire); edge;
+         edge = edge->next_owned) {
+        if (edge->dependency != dependency) continue;
+        uint32_t expected = OP_EDGE_ACTIVE;
+        /* relaxed: the CAS only decides who counts the edge down; count_down orders. */
+        if (atomic_compare_exchange_strong_explicit(&edge->state, &expected, OP_EDGE_REMOVED,
+                                                    memory_order_relaxed,
+                                                    memory_order_relaxed)) {
+            op_task_count_down(task, 1, true);
+            return 0;
+        }
+    }
+    return ENOENT;
+}
+
+uint32_t op_task_unfinished_dependencies(const op_task_t *task) {
+    uint64_t pending = atomic_load_explicit(&((op_task_t *)task)->pending, memory_order_acquire);
+    return (uint32_t)(pending & (OP_PENDING_HOLD - 1));
+}
+
+static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
+    if (task->on_finish) task->on_finish(task->context);
+    /* acq_rel: closing the list makes later add_dependency calls see CLOSED (release), and we
+     * must see every edge pushed before (acquire). */
+    op_edge *edge = atomic_exchange_explicit(&task->dependents, OP_EDGES_CLOSED,
+                                             memory_order_acq_rel);
+    while (edge && edge != OP_EDGES_CLOSED) {
+        op_edge *next = edge->next_in_dependency;
+        op_task_t *dependent = edge->dependent;
+        uint32_t expected = OP_EDGE_ACTIVE;
+        if (atomic_compare_exchange_strong_explicit(&edge->state, &expected, OP_EDGE_FIRED,
+                                                    memory_order_relaxed,
+                                                    memory_order_relaxed)) {
+            op_task_count_down(dependent, 1, true);
+        }
+        op_task_release(dependent); /* may free the edge: `next` was read first */
+        edge = next;
+    }
+    if (old & OP_STATE_WAITERS) op_futex_wake(&task->state, INT32_MAX);
+    return true;
+}
+
+bool op_task_finish(op_task_t *task) {
+    /* acq_rel: the body's writes are published to dependents and waiters (release); the
+     * WAITERS bit set by a waiter is seen (acquire). */
+    uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_FINISHED, memory_order_acq_rel);
+    if (old & OP_STATE_FINISHED) return false;
+    return op_task_finish_claimed(task, old | OP_STATE_FINISHED);
+}
+
+void op_task_cancel(op_task_t *task) {
+    if (!task) return;
+    /* acq_rel: ordered with submit's fetch_or of SUBMITTED; one of the two sees the other. */
+    uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_CANCELLED, memory_order_acq_rel);
+    if (old & OP_STATE_CANCELLED) return;
+    if ((old & OP_STATE_SUBMITTED) && !(old & (OP_STATE_QUEUED | OP_STATE_FINISHED))) {
+        op_task_make_ready(task);
+    }
+}
+
+bool op_task_is_cancelled(const op_task_t *task) {
+    return atomic_load_explicit(&((op_task_t *)task)->state, memory_order_acquire) &
+           OP_STATE_CANCELLED;
+}
+
+bool op_task_is_executing(const op_task_t *task) {
+    uint32_t state = atomic_load_explicit(&((op_task_t *)task)->state, memory_order_acquire);
+    return (state & OP_STATE_RUNNING) && !(state & OP_STATE_FINISHED);
+}
+
+bool op_task_is_finished(const op_task_t *task) {
+    return atomic_load_explicit(&((op_task_t *)task)->state, memory_order_acquire) &
+           OP_STATE_FINISHED;
+}
+
+bool op_task_is_ready(const op_task_t *task) {
+    if (op_task_is_cancelled(task)) return true;
+    return op_task_unfinished_dependencies(task) == 0;
+}
+
+void *op_task_context(const op_task_t *task) { return task->context; }
+
+op_task_t *op_task_current(void) { return op_tls_task; }
+
+int op_task_complete(op_task_t *task) {
+    if (!task) return EINVAL;
+    uint32_t state = atomic_load_explicit(&task->state, memory_order_acquire);
+    for (;;) {
+        if (state & OP_STATE_FINISHED) return EALREADY;
+        if (state & OP_STATE_SUBMITTED) break;
+        /* Never submitted: the caller ran it. The CAS keeps a concurrent submit out. */
+        if (atomic_compare_exchange_weak_explicit(&task->state, &state, state | OP_STATE_FINISHED,
+                                                  memory_order_acq_rel, memory_order_acquire)) {
+            op_task_finish_claimed(task, state | OP_STATE_FINISHED);
+            return 0;
+        }
+    }
+    if (!(task->flags & OP_TASK_MANUAL_COMPLETION) || !(state & OP_STATE_RUNNING)) return EBUSY;
+    op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_acquire);
+    uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_FINISHED, memory_order_acq_rel);
+    if (old & OP_STATE_FINISHED) return EALREADY;
+    op_task_finish_claimed(task, old | OP_STATE_FINISHED);
+    /* Second of the two (body returned, completed) settles the queue: the worker handed the
+     * slot to the task when its body returned first. */
+    if (old & OP_STATE_BODY_DONE) {
+        op_task_release(task); /* the queue's reference */
+        if (!op_queue_release_slot(queue)) {
+            op_queue_busy_sub(queue, 2); /* the task and its slot: our last touch of queue */
+        } else {
+            /* Re-claimed for waiting work: hand the slot to a worker. The slot's unit keeps the
+             * queue alive across the subtraction; pushing the token is our last touch. */
+            op_pool *pool = op_pool_for((op_qos_t)op_queue_qos(queue));
+            op_queue_busy_sub(queue, 1);
+            op_pool_push_token(pool, queue);
+        }
+    }
+    return 0;
+}
+
+int op_task_wait(op_task_t *task, int64_t timeout_ns) {
+    if (!task) return EINVAL;
+    if (task == op_tls_task) return EDEADLK;
+    int64_t deadline = timeout_ns >= 0 ? op_now_ns() + timeout_ns : -1;
+    /* acquire: once FINISHED is seen, the body's writes are visible. */
+    uint32_t state = atomic_load_explicit(&task->state, memory_order_acquire);
+    for (;;) {
+        if (state & OP_STATE_FINISHED) return 0;
+        if (!(state & OP_STATE_WAITERS)) {
+            if (!atomic_compare_exchange_weak_explicit(&task->state, &state,
+                                                       state | OP_STATE_WAITERS,
+                                                       memory_order_acq_rel,
+                                                       memory_order_acquire)) {
+                continue;
+            }
+            state |= OP_STATE_WAITERS;
+        }
+        int64_t left = -1;
+        if (deadline >= 0) {
+            left = deadline - op_now_ns();
+            if (left <= 0) return ETIMEDOUT;
+        }
+        op_futex_wait(&task->state, state, left);
+        state = atomic_load_explicit(&task->state, memory_order_acquire);
+    }
+}

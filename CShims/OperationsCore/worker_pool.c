@@ -1,0 +1,368 @@
+/*
+ * worker_pool.c — per-CPU pinned worker threads, one pool per QoS class, created lazily.
+ *
+ * A pool has one worker per usable CPU (topology.c), each pinned to its CPU and running at its
+ * class's nice value (nice.c). Queues hand the pool tokens (a queue with a claimed slot) through
+ * one lock-free FIFO per NUMA node: a token goes to the submitting thread's node, and a worker
+ * looks at its own node's FIFO before the others, so work tends to stay on the node that made
+ * it.
+ *
+ * A worker with a token drains that queue: it pops the queue's highest-priority ready task,
+ * runs it, and goes on while the queue has work and its slot is still allowed; after a budget
+ * of tasks it puts the token back so other queues of the class get their turn. Idle workers
+ * spin for a few microseconds ("searching"), then park on the pool's event count (parking.c).
+ * A token push wakes a parked worker only when no worker is searching, and a searcher that
+ * finds work wakes one more if tokens are left, so bursts fan out without a wake per task.
+ *
+ * Each task's body runs at the nice value of its QoS class and thread priority; the worker
+ * changes its nice only when that differs from the class's value, and restores it after.
+ *
+ * Workers live as long as the process. Pool creation takes a mutex (once per class); nothing
+ * else here locks.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#define OP_SEARCH_NS 8000   /* an idle worker looks for tokens this long before parking */
+#define OP_LINGER_NS 3000   /* a worker whose queue ran dry waits this long for more work
+                               before giving its slot back (saves a slot + token round trip) */
+#define OP_DRAIN_BUDGET 256 /* tasks run per token before other queues get a turn */
+
+typedef struct op_worker {
+    alignas(OP_CACHE_LINE) op_pool *pool;
+    int index;
+    int cpu;
+    int node;
+    pthread_t thread;
+    _Atomic int tid;
+    _Atomic int class_nice;
+    _Atomic uint64_t tasks;
+    int current_nice;
+    int base_nice;
+    uint32_t nice_generation;
+} op_worker;
+
+struct op_pool {
+    int qos;
+    int size;
+    int node_count;
+    op_fifo *tokens; /* one per node */
+    op_event_t event;
+    alignas(OP_CACHE_LINE) _Atomic int searching;
+    alignas(OP_CACHE_LINE) _Atomic int started;
+    op_worker *workers;
+};
+
+static op_pool *_Atomic op_pools[OP_QOS_COUNT];
+static pthread_mutex_t op_pools_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int op_pool_size(op_pool *pool) { return pool->size; }
+
+static bool op_pool_has_tokens(op_pool *pool) {
+    for (int i = 0; i < pool->node_count; i++) {
+        if (op_fifo_maybe_nonempty(&pool->tokens[i])) return true;
+    }
+    return false;
+}
+
+void op_pool_push_token(op_pool *pool, op_queue_t *queue) {
+    int node = pool->node_count > 1 ? op_topology_current_node() : 0;
+    op_fifo_push(&pool->tokens[node], queue);
+    /* seq_cst: the push is ordered before reading `searching` (Dekker with a worker that stops
+     * searching and then re-checks the FIFOs). */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&pool->searching, memory_order_seq_cst) == 0) {
+        op_event_notify(&pool->event, 1);
+    }
+}
+
+static op_queue_t *op_pool_take_token(op_pool *pool, int home) {
+    for (int i = 0; i < pool->node_count; i++) {
+        int node = (home + i) % pool->node_count;
+        op_queue_t *queue = op_fifo_pop(&pool->tokens[node]);
+        if (queue) return queue;
+    }
+    return NULL;
+}
+
+/* ---- running one task ----------------------------------------------------------------------- */
+
+static void op_worker_refresh_class_nice(op_worker *worker) {
+    uint32_t generation = op_nice_generation();
+    if (OP_LIKELY(generation == worker->nice_generation)) return;
+    worker->nice_generation = generation;
+    int nice = op_nice_clamp_class(op_nice_of_class(worker->pool->qos), worker->base_nice);
+    if (nice != worker->current_nice && op_nice_set_current_thread(nice) == 0) {
+        worker->current_nice = nice;
+    }
+    atomic_store_explicit(&worker->class_nice, worker->current_nice, memory_order_relaxed);
+}
+
+static int op_task_wanted_nice(const op_task_t *task, const op_queue_t *queue) {
+    int qos = task->qos >= 0 ? task->qos
+                             : atomic_load_explicit(&((op_queue_t *)queue)->qos,
+                                                    memory_order_relaxed);
+    int nice = op_nice_of_class(qos) + task->nice_delta;
+    return nice < -20 ? -20 : nice > 19 ? 19 : nice;
+}
+
+typedef enum { OP_RAN_FINISHED, OP_RAN_HANDED_OFF } op_run_result;
+
+static op_run_result op_worker_execute(op_worker *worker, op_queue_t *queue, op_task_t *task) {
+    /* acquire: pairs with the releases that made the task ready (dependencies' finish). */
+    uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_RUNNING, memory_order_acq_rel);
+    atomic_store_explicit(&worker->tasks,
+                          atomic_load_explicit(&worker->tasks, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    if ((old & OP_STATE_CANCELLED) && !(task->flags & OP_TASK_RUN_WHEN_CANCELLED)) {
+        op_task_finish(task);
+        return OP_RAN_FINISHED;
+    }
+    int class_nice = worker->current_nice;
+    bool changed = false;
+    /* Fast path: a task of the pool's own class at thread priority 0.5 needs no syscall. */
+    if (task->nice_delta != 0 ||
+        (task->qos >= 0 ? task->qos
+                        : atomic_load_explicit(&queue->qos, memory_order_relaxed)) !=
+            worker->pool->qos) {
+        int target = op_nice_clamp_task(op_task_wanted_nice(task, queue), class_nice);
+        changed = target != class_nice && op_nice_set_current_thread(target) == 0;
+    }
+
+    op_tls_task = task;
+    op_tls_queue = queue;
+    task->fn(task->context);
+    op_tls_task = NULL;
+    op_tls_queue = NULL;
+
+    if (changed) op_nice_set_current_thread(class_nice);
+
+    if (task->flags & OP_TASK_MANUAL_COMPLETION) {
+        /* acq_rel: the handshake with op_task_complete; the second of the two settles the
+         * queue slot. If completion came first, we settle it like any finished task. */
+        uint32_t after = atomic_fetch_or_explicit(&task->state, OP_STATE_BODY_DONE,
+                                                  memory_order_acq_rel);
+        return (after & OP_STATE_FINISHED) ? OP_RAN_FINISHED : OP_RAN_HANDED_OFF;
+    }
+    op_task_finish(task);
+    return OP_RAN_FINISHED;
+}
+
+/* ---- draining one queue --------------------------------------------------------------------- */
+
+/* Gives back a slot when the queue was narrowed below its running count; true if we did. */
+static bool op_queue_shrink_slot(op_queue_t *queue) {
+    int32_t running = atomic_load_explicit(&queue->running, memory_order_relaxed);
+    while (running > op_queue_effective_width(queue)) {
+        /* seq_cst: as every change of `running`. */
+        if (atomic_compare_exchange_weak_explicit(&queue->running, &running, running - 1,
+                                                  memory_order_seq_cst, memory_order_relaxed)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The queue ran dry: wait a little for its producer before giving the slot back, unless
+ * another queue's token shows up meanwhile. */
+static op_task_t *op_worker_linger(op_pool *pool, op_queue_t *queue) {
+    int64_t deadline = op_now_ns() + OP_LINGER_NS;
+    do {
+        for (int i = 0; i < 16; i++) op_cpu_relax();
+        if (op_ready_queue_maybe_nonempty(&queue->ready)) {
+            op_task_t *task = op_ready_queue_pop(&queue->ready);
+            if (task) return task;
+        }
+        if (op_pool_has_tokens(pool)) return NULL;
+    } while (op_now_ns() < deadline);
+    return NULL;
+}
+
+static void op_worker_drain(op_worker *worker, op_queue_t *queue) {
+    op_pool *pool = worker->pool;
+    uint64_t finished = 0; /* finished tasks not yet subtracted from queue->busy */
+    int budget = OP_DRAIN_BUDGET;
+    op_tls_draining = queue;
+    for (;;) {
+        if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) {
+            if (op_queue_release_slot(queue)) continue; /* resumed meanwhile */
+            break;
+        }
+        if (OP_UNLIKELY(op_queue_shrink_slot(queue))) break;
+        op_task_t *task = op_ready_queue_pop(&queue->ready);
+        if (!task && !op_pool_has_tokens(pool)) task = op_worker_linger(pool, queue);
+        if (!task) {
+            if (op_queue_release_slot(queue)) continue;
+            break;
+        }
+        op_worker_refresh_class_nice(worker);
+        if (op_worker_execute(worker, queue, task) == OP_RAN_HANDED_OFF) {
+            /* The slot now belongs to the running asynchronous task. Claim another for the
+             * rest of the queue (a worker picks it up) and settle our count; the pushes or the
+             * subtraction are our last touch of the queue. */
+            op_tls_draining = NULL;
+            op_queue_dispatch_sub(queue, 1, finished);
+            return;
+        }
+        finished++;
+        op_task_release(task); /* the queue's reference */
+        if (--budget == 0) {
+            budget = OP_DRAIN_BUDGET;
+            if (op_pool_has_tokens(pool)) {
+                /* Let other queues run: settle the count while we still hold the slot, then
+                 * hand the slot back to the pool as a token (our last touch). */
+                op_tls_draining = NULL;
+                op_queue_busy_sub(queue, finished);
+                op_pool_push_token(pool, queue);
+                return;
+            }
+        }
+    }
+    op_tls_draining = NULL;
+    op_queue_busy_sub(queue, finished + 1); /* + the slot; last touch, may free the queue */
+}
+
+/* ---- the worker thread ---------------------------------------------------------------------- */
+
+static void *op_worker_main(void *arg) {
+    op_worker *worker = arg;
+    op_pool *pool = worker->pool;
+    char name[16];
+    snprintf(name, sizeof name, "op-q%d-w%d", pool->qos, worker->index);
+    pthread_setname_np(pthread_self(), name);
+    op_topology_pin_current_thread(worker->cpu, worker->node);
+    worker->base_nice = op_current_thread_nice();
+    worker->current_nice = worker->base_nice;
+    worker->nice_generation = 0;
+    op_worker_refresh_class_nice(worker);
+    atomic_store_explicit(&worker->tid, op_current_tid(), memory_order_relaxed);
+    /* release: op_runtime_start_workers reads the worker's fields after seeing the count. */
+    atomic_fetch_add_explicit(&pool->started, 1, memory_order_release);
+
+    for (;;) {
+        op_queue_t *queue = op_pool_take_token(pool, worker->node);
+        if (!queue) {
+            /* seq_cst: `searching` is half of the Dekker pair with op_pool_push_token. At most
+             * half the workers search at once: on a loaded machine a spinning worker takes the
+             * CPU from the thread that would give it work. */
+            int searchers = atomic_fetch_add_explicit(&pool->searching, 1, memory_order_seq_cst);
+            if (searchers < (pool->size + 1) / 2) {
+                int64_t deadline = op_now_ns() + OP_SEARCH_NS;
+                do {
+                    for (int i = 0; i < 16; i++) op_cpu_relax();
+                    queue = op_pool_take_token(pool, worker->node);
+                } while (!queue && op_now_ns() < deadline);
+            }
+            atomic_fetch_sub_explicit(&pool->searching, 1, memory_order_seq_cst);
+            if (!queue) {
+                uint32_t key = op_event_prepare_wait(&pool->event);
+                queue = op_pool_take_token(pool, worker->node);
+                if (queue) {
+                    op_event_cancel_wait(&pool->event);
+                } else {
+                    op_event_wait(&pool->event, key, OP_WAIT_FOREVER);
+                    continue;
+                }
+            }
+            /* We stopped searching with work in hand: if more is waiting, wake a helper. */
+            atomic_thread_fence(memory_order_seq_cst);
+            if (op_pool_has_tokens(pool)) op_event_notify(&pool->event, 1);
+        }
+        op_worker_drain(worker, queue);
+    }
+    return NULL;
+}
+
+static op_pool *op_pool_create(int qos) {
+    const op_topology_data *topology = op_topology_get();
+    op_nice_init();
+    op_pool *pool = NULL;
+    if (posix_memalign((void **)&pool, OP_CACHE_LINE, sizeof *pool) != 0) {
+        op_fatal("operations: out of memory creating workers");
+    }
+    memset(pool, 0, sizeof *pool);
+    pool->qos = qos;
+    pool->size = topology->cpu_count;
+    pool->node_count = topology->node_count;
+    if (posix_memalign((void **)&pool->tokens, OP_CACHE_LINE,
+                       sizeof(op_fifo) * (size_t)pool->node_count) != 0 ||
+        posix_memalign((void **)&pool->workers, OP_CACHE_LINE,
+                       sizeof(op_worker) * (size_t)pool->size) != 0) {
+        op_fatal("operations: out of memory creating workers");
+    }
+    for (int i = 0; i < pool->node_count; i++) op_fifo_init(&pool->tokens[i], 64);
+    op_event_init(&pool->event);
+    atomic_init(&pool->searching, 0);
+    atomic_init(&pool->started, 0);
+    memset(pool->workers, 0, sizeof(op_worker) * (size_t)pool->size);
+    for (int i = 0; i < pool->size; i++) {
+        op_worker *worker = &pool->workers[i];
+        worker->pool = pool;
+        worker->index = i;
+        worker->cpu = topology->cpus[i];
+        worker->node = topology->cpu_node[i];
+        atomic_init(&worker->tid, 0);
+        atomic_init(&worker->class_nice, 0);
+        atomic_init(&worker->tasks, 0);
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int rc = pthread_create(&worker->thread, &attr, op_worker_main, worker);
+        pthread_attr_destroy(&attr);
+        if (rc != 0) op_fatal("operations: cannot start a worker thread: %s", strerror(rc));
+    }
+    return pool;
+}
+
+op_pool *op_pool_for(op_qos_t qos) {
+    if ((unsigned)qos >= OP_QOS_COUNT) qos = OP_QOS_DEFAULT;
+    /* acquire: pairs with the release store below, so the pool is fully built. */
+    op_pool *pool = atomic_load_explicit(&op_pools[qos], memory_order_acquire);
+    if (OP_LIKELY(pool != NULL)) return pool;
+    pthread_mutex_lock(&op_pools_lock);
+    pool = atomic_load_explicit(&op_pools[qos], memory_order_relaxed);
+    if (!pool) {
+        pool = op_pool_create((int)qos);
+        atomic_store_explicit(&op_pools[qos], pool, memory_order_release);
+    }
+    pthread_mutex_unlock(&op_pools_lock);
+    return pool;
+}
+
+/* ---- introspection -------------------------------------------------------------------------- */
+
+void op_runtime_start_workers(op_qos_t qos) {
+    op_pool *pool = op_pool_for(qos);
+    /* Bounded: threads that cannot start within 10 s would have made pthread_create fail. */
+    int64_t deadline = op_now_ns() + 10 * INT64_C(1000000000);
+    while (atomic_load_explicit(&pool->started, memory_order_acquire) < pool->size &&
+           op_now_ns() < deadline) {
+        usleep(100);
+    }
+}
+
+int op_runtime_worker_count(op_qos_t qos) {
+    if ((unsigned)qos >= OP_QOS_COUNT) return 0;
+    op_pool *pool = atomic_load_explicit(&op_pools[qos], memory_order_acquire);
+    return pool ? atomic_load_explicit(&pool->started, memory_order_acquire) : 0;
+}
+
+int op_runtime_worker_info(op_qos_t qos, int index, op_worker_info_t *out) {
+    if ((unsigned)qos >= OP_QOS_COUNT || !out) return EINVAL;
+    op_pool *pool = atomic_load_explicit(&op_pools[qos], memory_order_acquire);
+    if (!pool || index < 0 || index >= atomic_load_explicit(&pool->started, memory_order_acquire)) {
+        return EINVAL;
+    }
+    op_worker *worker = &pool->workers[index];
+    if (atomic_load_explicit(&worker->tid, memory_order_relaxed) == 0) return EINVAL;
+    out->tid = atomic_load_explicit(&worker->tid, memory_order_relaxed);
+    out->cpu = worker->cpu;
+    out->node = worker->node;
+    out->class_nice = atomic_load_explicit(&worker->class_nice, memory_order_relaxed);
+    out->tasks = atomic_load_explicit(&worker->tasks, memory_order_relaxed);
+    return 0;
+}

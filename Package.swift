@@ -1,0 +1,53 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Operations",
+    products: [
+        .library(name: "Operations", targets: ["Operations"]),
+        .library(name: "OperationsCore", targets: ["OperationsCore"]),
+        .executable(name: "operations-perf", targets: ["operations-perf"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CNuma",
+            path: "CShims/CNuma",
+            pkgConfig: "numa",
+            providers: [.apt(["libnuma-dev"])]
+        ),
+        .target(
+            name: "OperationsCore",
+            dependencies: ["CNuma"],
+            path: "CShims/OperationsCore",
+            cSettings: [.define("_GNU_SOURCE")],
+            linkerSettings: [.linkedLibrary("numa"), .linkedLibrary("pthread"), .linkedLibrary("m")]
+        ),
+        .target(
+            name: "Operations",
+            dependencies: ["OperationsCore"],
+            path: "Sources/Operations"
+        ),
+        .target(
+            name: "DispatchBaselines",
+            path: "Perf/DispatchBaselines",
+            linkerSettings: [.linkedLibrary("dispatch")]
+        ),
+        .executableTarget(
+            name: "operations-perf",
+            dependencies: [
+                "Operations", "OperationsCore", "DispatchBaselines",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Perf/operations-perf"
+        ),
+        .testTarget(
+            name: "OperationsCoreTests",
+            dependencies: ["OperationsCore"],
+            path: "Tests/OperationsCoreTests"
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,108 @@
+// Runner.swift — interleaved rounds (A B, B A, …) with verification and a watchdog; results
+// are medians over rounds and ratios taken within each round.
+import Glibc
+import Synchronization
+
+struct WorkloadResult {
+    var workload: String
+    var size: Int
+    /// ns per item, per contender, one entry per round.
+    var nsPerItem: [String: [Double]]
+    /// dispatch time / core time, one entry per round.
+    var ratios: [Double]
+}
+
+enum Runner {
+    /// Runs each contender once on a small size and checks it executed every item.
+    static func verify(_ workload: Workload) throws {
+        for contender in workload.contenders {
+            let counter = UnsafeMutablePointer<Int64>.allocate(capacity: 1)
+            defer { counter.deallocate() }
+            counter.pointee = 0
+            _ = try contender.run(1000, counter)
+            let got = counter.pointee
+            if got != 1000 {
+                throw PerfError.wrongCount(workload: workload.name, implementation: contender.name,
+                                           expected: 1000, got: got)
+            }
+        }
+    }
+
+    static func measure(_ workload: Workload, size: Int, rounds: Int) throws -> WorkloadResult {
+        var ns: [String: [Double]] = [:]
+        var ratios: [Double] = []
+        let count = workload.contenders.count
+        for round in 0..<rounds {
+            var times: [String: Double] = [:]
+            for k in 0..<count {
+                let contender = workload.contenders[(round + k) % count]
+                let counter = UnsafeMutablePointer<Int64>.allocate(capacity: 1)
+                defer { counter.deallocate() }
+                counter.pointee = 0
+                let elapsed = try Watchdog.guarding("\(workload.name)/\(contender.name) n=\(size)") {
+                    try contender.run(size, counter)
+                }
+                if counter.pointee != Int64(size) {
+                    throw PerfError.wrongCount(workload: workload.name, implementation: contender.name,
+                                               expected: size, got: counter.pointee)
+                }
+                times[contender.name] = Double(elapsed)
+                ns[contender.name, default: []].append(Double(elapsed) / Double(size))
+            }
+            if let core = times["core"], let dispatch = times["dispatch"] { ratios.append(dispatch / core) }
+            Progress.line("\(workload.name) n=\(size) round \(round + 1)/\(rounds)")
+        }
+        return WorkloadResult(workload: workload.name, size: size, nsPerItem: ns, ratios: ratios)
+    }
+}
+
+/// Turns a hang into a loud failure naming the workload: a timer thread ends the process
+/// with exit status 3 if the body has not returned within `limitSeconds`.
+enum Watchdog {
+    nonisolated(unsafe) static var limitSeconds = 120
+
+    static func guarding<T>(_ label: String, _ body: () throws -> T) throws -> T {
+        let box = WatchdogBox(
+            message: "operations-perf: watchdog: \(label) did not finish within \(limitSeconds) s\n",
+            tenths: limitSeconds * 10)
+        var thread = pthread_t()
+        pthread_create(&thread, nil, { raw in
+            let box = Unmanaged<WatchdogBox>.fromOpaque(raw!).takeRetainedValue()
+            for _ in 0..<box.tenths {
+                usleep(100_000)
+                if !box.armed.load(ordering: .acquiring) { return nil }
+            }
+            writeStandardError(box.message)
+            exit(3)
+        }, Unmanaged.passRetained(box).toOpaque())
+        defer {
+            box.armed.store(false, ordering: .releasing)
+            pthread_join(thread, nil)
+        }
+        return try body()
+    }
+}
+
+final class WatchdogBox: Sendable {
+    let armed = Atomic<Bool>(true)
+    let message: String
+    let tenths: Int
+    init(message: String, tenths: Int) {
+        self.message = message
+        self.tenths = tenths
+    }
+}
+
+enum Progress {
+    /// A progress line on stderr, overwritten in place.
+    static func line(_ text: String) {
+        writeStandardError("\r\u{1B}[K\(text)")
+    }
+    static func done() { writeStandardError("\r\u{1B}[K") }
+}
+
+/// Writes to file descriptor 2 (Glibc's `stderr` global is not concurrency-safe in Swift 6).
+func writeStandardError(_ text: String) {
+    var text = text
+    text.withUTF8 { bytes in _ = write(2, bytes.baseAddress, bytes.count) }
+}

@@ -1,0 +1,40 @@
+// Runtime.swift — introspection of the C core from Swift: topology, the nice table, and the
+// nice values and privileges actually in effect. Thin wrappers; the logic lives in the core.
+import OperationsCore
+
+/// What the runtime found about the machine and the privileges it runs with.
+public enum OperationsRuntime {
+    /// The CPUs and NUMA nodes the workers use.
+    public struct Topology: Sendable, Equatable {
+        /// Usable CPUs (the process's affinity mask); each QoS class has one worker per CPU.
+        public var cpuCount: Int
+        /// NUMA nodes those CPUs belong to (1 without NUMA).
+        public var nodeCount: Int
+        /// Whether libnuma is used for topology and pinning.
+        public var usesNUMA: Bool
+        /// Why NUMA is not used (nil when it is).
+        public var fallbackReason: String?
+    }
+
+    /// The topology read at start-up.
+    public static var topology: Topology {
+        var raw = op_topology_t()
+        op_runtime_topology(&raw)
+        return Topology(
+            cpuCount: Int(raw.cpu_count), nodeCount: Int(raw.node_count), usesNUMA: raw.numa,
+            fallbackReason: raw.fallback_reason.map { String(cString: $0) })
+    }
+
+    /// The nice value of each QoS class, indexed background … userInteractive.
+    public static var niceTable: [Int32] {
+        var table = [Int32](repeating: 0, count: Int(OP_QOS_COUNT))
+        table.withUnsafeMutableBufferPointer { op_runtime_nice_table($0.baseAddress) }
+        return table
+    }
+
+    /// Whether this process may use negative nice values (CAP_SYS_NICE or RLIMIT_NICE).
+    public static var negativeNiceAllowed: Bool { op_runtime_negative_nice_allowed() }
+
+    /// Whether a wanted nice value had to be clamped for lack of privilege.
+    public static var niceWasClamped: Bool { op_runtime_nice_clamped() }
+}
