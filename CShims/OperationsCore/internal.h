@@ -85,6 +85,7 @@ enum {
     OP_STATE_CANCELLED = 1u << 4,
     OP_STATE_WAITERS = 1u << 5, /* someone sleeps on the state word */
     OP_STATE_BODY_DONE = 1u << 6, /* the body returned (manual-completion tasks) */
+    OP_STATE_IN_BATCH = 1u << 7,  /* seen by op_queue_submit_batch's duplicate check */
 };
 
 /* The dependency count holds this extra unit until the task is submitted, so a task can only

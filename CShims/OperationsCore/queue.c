@@ -185,18 +185,29 @@ int op_queue_submit(op_queue_t *queue, op_task_t *task) {
 
 int op_queue_submit_batch(op_queue_t *queue, op_task_t *const *tasks, size_t count) {
     if (!queue || (!tasks && count)) return EINVAL;
-    for (size_t i = 0; i < count; i++) {
-        if (!tasks[i]) return EINVAL;
-        if (atomic_load_explicit(&tasks[i]->queue, memory_order_relaxed) ||
-            (atomic_load_explicit(&tasks[i]->state, memory_order_relaxed) & OP_STATE_FINISHED)) {
-            return EBUSY;
-        }
-        for (size_t j = 0; j < i; j++) {
-            if (tasks[j] == tasks[i]) return EBUSY;
+    /* One pass marks each task; a task met twice, or already taken, fails the whole batch
+     * before anything is submitted. O(n). */
+    size_t marked = 0;
+    int rc = 0;
+    for (; marked < count; marked++) {
+        op_task_t *task = tasks[marked];
+        if (!task) { rc = EINVAL; break; }
+        /* relaxed: a private mark for this call; submit_one's CAS does the real claiming. */
+        uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_IN_BATCH,
+                                                memory_order_relaxed);
+        if (old & OP_STATE_IN_BATCH) { rc = EBUSY; break; }
+        if ((old & OP_STATE_FINISHED) || atomic_load_explicit(&task->queue, memory_order_relaxed)) {
+            marked++;
+            rc = EBUSY;
+            break;
         }
     }
+    for (size_t i = 0; i < marked; i++) {
+        atomic_fetch_and_explicit(&tasks[i]->state, ~(uint32_t)OP_STATE_IN_BATCH,
+                                  memory_order_relaxed);
+    }
+    if (rc != 0) return rc;
     size_t submitted = 0;
-    int rc = 0;
     for (size_t i = 0; i < count; i++) {
         rc = op_queue_submit_one(queue, tasks[i]);
         if (rc != 0) break; /* lost a race with another submitter of the same task */

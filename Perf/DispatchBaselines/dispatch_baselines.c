@@ -37,8 +37,8 @@ void baseline_count_one(void *context) {
     atomic_fetch_add_explicit((_Atomic int64_t *)context, 1, memory_order_relaxed);
 }
 
-uint64_t dispatch_baseline_independent(long n, int64_t *counter) {
-    dispatch_queue_t queue = dispatch_get_global_queue(DISPATCH_QUEUE_PRIORITY_DEFAULT, 0);
+/* n items onto `queue` in one group, then a group wait; returns the elapsed ns. */
+static uint64_t run_group(dispatch_queue_t queue, long n, int64_t *counter) {
     dispatch_group_t group = dispatch_group_create();
     uint64_t start = now_ns();
     for (long i = 0; i < n; i++) dispatch_group_async_f(group, queue, counter, baseline_count_one);
@@ -48,14 +48,13 @@ uint64_t dispatch_baseline_independent(long n, int64_t *counter) {
     return elapsed;
 }
 
+uint64_t dispatch_baseline_independent(long n, int64_t *counter) {
+    return run_group(dispatch_get_global_queue(DISPATCH_QUEUE_PRIORITY_DEFAULT, 0), n, counter);
+}
+
 uint64_t dispatch_baseline_serial(long n, int64_t *counter) {
     dispatch_queue_t queue = dispatch_queue_create("perf.serial", DISPATCH_QUEUE_SERIAL);
-    dispatch_group_t group = dispatch_group_create();
-    uint64_t start = now_ns();
-    for (long i = 0; i < n; i++) dispatch_group_async_f(group, queue, counter, baseline_count_one);
-    dispatch_group_wait(group, DISPATCH_TIME_FOREVER);
-    uint64_t elapsed = now_ns() - start;
-    dispatch_release(group);
+    uint64_t elapsed = run_group(queue, n, counter);
     dispatch_release(queue);
     return elapsed;
 }
