@@ -78,7 +78,8 @@ static void op_nice_init_once(void) {
     const char *spec = getenv("OPERATIONS_QOS_NICE");
     if (spec && *spec) {
         int table[OP_QOS_COUNT];
-        op_runtime_nice_table(table);
+        /* Not op_runtime_nice_table: that would re-enter pthread_once and wait on itself. */
+        for (int i = 0; i < OP_QOS_COUNT; i++) table[i] = op_nice_of_class(i);
         char error[200];
         if (op_runtime_parse_nice_spec(spec, table, error, sizeof error) == 0) {
             for (int i = 0; i < OP_QOS_COUNT; i++) {

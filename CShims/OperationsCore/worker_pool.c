@@ -193,6 +193,16 @@ static void op_worker_drain(op_worker *worker, op_queue_t *queue) {
             break;
         }
         if (OP_UNLIKELY(op_queue_shrink_slot(queue))) break;
+        int qos = atomic_load_explicit(&queue->qos, memory_order_relaxed);
+        if (OP_UNLIKELY(qos != pool->qos)) {
+            /* The queue moved to another class: hand our slot to that class's workers. Settle
+             * the count while the slot keeps the queue alive; the push is our last touch. */
+            op_pool *target = op_pool_for((op_qos_t)qos);
+            op_tls_draining = NULL;
+            op_queue_busy_sub(queue, finished);
+            op_pool_push_token(target, queue);
+            return;
+        }
         op_task_t *task = op_ready_queue_pop(&queue->ready);
         if (!task && !op_pool_has_tokens(pool)) task = op_worker_linger(pool, queue);
         if (!task) {
@@ -220,6 +230,7 @@ static void op_worker_drain(op_worker *worker, op_queue_t *queue) {
                 op_pool_push_token(pool, queue);
                 return;
             }
+            /* (The queue's QoS is re-checked at the top of the loop.) */
         }
     }
     op_tls_draining = NULL;
@@ -327,6 +338,15 @@ op_pool *op_pool_for(op_qos_t qos) {
     pool = atomic_load_explicit(&op_pools[qos], memory_order_relaxed);
     if (!pool) {
         pool = op_pool_create((int)qos);
+        /* Publish the pool only once every worker is running, so the introspection calls see
+         * a complete, consistent set (workers start in any order). Bounded: a thread that
+         * pthread_create accepted starts within microseconds; 10 s means something is broken,
+         * and we go on rather than hang. */
+        int64_t deadline = op_now_ns() + 10 * INT64_C(1000000000);
+        while (atomic_load_explicit(&pool->started, memory_order_acquire) < pool->size &&
+               op_now_ns() < deadline) {
+            usleep(20);
+        }
         atomic_store_explicit(&op_pools[qos], pool, memory_order_release);
     }
     pthread_mutex_unlock(&op_pools_lock);
@@ -336,13 +356,7 @@ op_pool *op_pool_for(op_qos_t qos) {
 /* ---- introspection -------------------------------------------------------------------------- */
 
 void op_runtime_start_workers(op_qos_t qos) {
-    op_pool *pool = op_pool_for(qos);
-    /* Bounded: threads that cannot start within 10 s would have made pthread_create fail. */
-    int64_t deadline = op_now_ns() + 10 * INT64_C(1000000000);
-    while (atomic_load_explicit(&pool->started, memory_order_acquire) < pool->size &&
-           op_now_ns() < deadline) {
-        usleep(100);
-    }
+    (void)op_pool_for(qos); /* returns once the pool's workers are running */
 }
 
 int op_runtime_worker_count(op_qos_t qos) {

@@ -104,7 +104,9 @@ typedef struct op_task_attr {
     double thread_priority;  /**< 0.0 … 1.0, default 0.5; see op_runtime_nice_for() */
     uint32_t flags;          /**< OP_TASK_* flags; default 0 */
     op_task_fn on_finish;    /**< optional: called once with the context when the task is
-                                  finished (ran, retired after cancellation, or completed) */
+                                  finished (ran, retired after cancellation, or completed),
+                                  before its dependents are released and before op_queue_wait
+                                  returns; op_task_wait may return while it still runs */
 } op_task_attr_t;
 
 /** Fills *attr with the defaults: normal priority, inherited QoS, thread priority 0.5. */

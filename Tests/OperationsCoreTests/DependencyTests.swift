@@ -1,0 +1,446 @@
+// DependencyTests.swift — op_task_add_dependency / remove_dependency, cancellation of waiting
+// tasks, and on_finish: fan-out, fan-in, a long chain, across queues, and the error codes.
+import Glibc
+import OperationsCore
+import Synchronization
+import Testing
+
+/// Shared state of one dependency graph.
+private final class Graph: Sendable {
+    let rootDone = Atomic<Bool>(false)
+    let ran = Atomic<Int>(0)
+    let violations = Atomic<Int>(0)
+    let finished = Atomic<Int>(0)
+    let observed = Atomic<Int>(-1)
+    let last = Atomic<Int>(-1)
+    let sawCancelled = Atomic<Int>(0)
+    let gate = Latch()
+    let started = Latch()
+    init() {}
+}
+
+private let rootBody: TaskBody = { context in
+    let graph = contextObject(context, as: Graph.self)
+    graph.ran.add(1, ordering: .relaxed)
+    graph.rootDone.store(true, ordering: .releasing)
+}
+
+/// Counts a run; a violation if the root had not finished.
+private let childBody: TaskBody = { context in
+    let graph = contextObject(context, as: Graph.self)
+    if !graph.rootDone.load(ordering: .acquiring) { graph.violations.add(1, ordering: .relaxed) }
+    graph.ran.add(1, ordering: .relaxed)
+}
+
+private let sourceBody: TaskBody = { context in
+    contextObject(context, as: Graph.self).ran.add(1, ordering: .releasing)
+}
+
+/// Records how many sources had run when the sink ran.
+private let sinkBody: TaskBody = { context in
+    let graph = contextObject(context, as: Graph.self)
+    graph.observed.store(graph.ran.load(ordering: .acquiring), ordering: .relaxed)
+}
+
+private let graphFinished: TaskBody = { context in
+    contextObject(context, as: Graph.self).finished.add(1, ordering: .relaxed)
+}
+
+/// Records whether the body saw itself cancelled.
+private let cancelAwareBody: TaskBody = { context in
+    let graph = contextObject(context, as: Graph.self)
+    graph.ran.add(1, ordering: .relaxed)
+    if let current = op_task_current(), op_task_is_cancelled(current) { graph.sawCancelled.add(1, ordering: .relaxed) }
+}
+
+/// Signals `started`, waits for `gate`, then records whether it was cancelled meanwhile.
+private let gatedCancelAwareBody: TaskBody = { context in
+    let graph = contextObject(context, as: Graph.self)
+    graph.started.open()
+    graph.gate.wait()
+    graph.ran.add(1, ordering: .relaxed)
+    if let current = op_task_current(), op_task_is_cancelled(current) { graph.sawCancelled.add(1, ordering: .relaxed) }
+}
+
+/// One link of the chain: its index and the shared Graph.
+private struct ChainLink {
+    var index: Int
+    var graph: UnsafeMutableRawPointer
+}
+
+/// Link i must run right after link i-1: `last` goes i-1 → i.
+private let chainBody: TaskBody = { context in
+    let link = context!.assumingMemoryBound(to: ChainLink.self).pointee
+    let graph = contextObject(link.graph, as: Graph.self)
+    let (exchanged, _) = graph.last.compareExchange(expected: link.index - 1, desired: link.index,
+                                                    ordering: .acquiringAndReleasing)
+    if !exchanged { graph.violations.add(1, ordering: .relaxed) }
+    graph.ran.add(1, ordering: .relaxed)
+}
+
+private let chainFinished: TaskBody = { context in
+    let link = context!.assumingMemoryBound(to: ChainLink.self).pointee
+    contextObject(link.graph, as: Graph.self).finished.add(1, ordering: .relaxed)
+}
+
+private func waitFor(_ task: OpaquePointer, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+    let rc = op_task_wait(task, Limits.waitNs)
+    #expect(rc == 0, "\(what) did not finish within \(Limits.waitSeconds) s: \(errnoName(rc))", sourceLocation: sourceLocation)
+    return rc == 0
+}
+
+private func waitFor(queue: OpaquePointer, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+    let rc = op_queue_wait(queue, Limits.waitNs)
+    #expect(rc == 0, "\(what) did not drain within \(Limits.waitSeconds) s: \(errnoName(rc))", sourceLocation: sourceLocation)
+    return rc == 0
+}
+
+@Suite(.sharesProcess)
+struct DependencyTests {
+    @Test func fanOutRunsAThousandChildrenOnlyAfterTheRoot() throws {
+        let graph = Graph()
+        let context = contextPointer(graph)
+        let queue = try makeQueue("fan-out", qos: OP_QOS_UTILITY)
+        defer { op_queue_release(queue) }
+        let root = try makeTask(rootBody, context, onFinish: graphFinished)
+        let children = try (0..<1000).map { _ in try makeTask(childBody, context, onFinish: graphFinished) }
+        var addFailures = 0
+        for child in children where op_task_add_dependency(child, root) != 0 { addFailures += 1 }
+        #expect(addFailures == 0)
+        #expect(submitBatch(queue, children) == 0)
+        #expect(children.allSatisfy { op_task_unfinished_dependencies($0) == 1 && !op_task_is_ready($0) })
+        #expect(op_queue_submit(queue, root) == 0)
+
+        var allFinished = waitFor(root, "root")
+        for child in children where !waitFor(child, "a child") { allFinished = false; break }
+        #expect(waitFor(queue: queue, "fan-out queue"))
+        #expect(graph.ran.load(ordering: .relaxed) == 1001)
+        #expect(graph.violations.load(ordering: .relaxed) == 0, "children ran before the root finished")
+        #expect(graph.finished.load(ordering: .relaxed) == 1001, "on_finish calls: \(graph.finished.load(ordering: .relaxed)) for 1001 tasks")
+        if allFinished { #expect(children.allSatisfy { op_task_is_finished($0) && op_task_unfinished_dependencies($0) == 0 }) }
+        op_task_release(root)
+        children.forEach { op_task_release($0) }
+    }
+
+    @Test func fanInSinkRunsAfterAllThousandSources() throws {
+        let graph = Graph()
+        let context = contextPointer(graph)
+        let queue = try makeQueue("fan-in", qos: OP_QOS_UTILITY)
+        defer { op_queue_release(queue) }
+        let sink = try makeTask(sinkBody, context, onFinish: graphFinished)
+        let sources = try (0..<1000).map { _ in try makeTask(sourceBody, context, onFinish: graphFinished) }
+        var addFailures = 0
+        for source in sources where op_task_add_dependency(sink, source) != 0 { addFailures += 1 }
+        #expect(addFailures == 0)
+        #expect(op_task_unfinished_dependencies(sink) == 1000)
+        #expect(op_queue_submit(queue, sink) == 0)
+        #expect(submitBatch(queue, sources) == 0)
+
+        if waitFor(sink, "sink") {
+            #expect(graph.observed.load(ordering: .relaxed) == 1000,
+                    "the sink ran after \(graph.observed.load(ordering: .relaxed)) of 1000 sources")
+        }
+        #expect(waitFor(queue: queue, "fan-in queue"))
+        #expect(graph.finished.load(ordering: .relaxed) == 1001)
+        op_task_release(sink)
+        sources.forEach { op_task_release($0) }
+    }
+
+    /// 10^5 tasks, each depending on the one before, submitted last-first: they must run
+    /// strictly in chain order (20k under ThreadSanitizer).
+    @Test func longChainRunsInOrder() throws {
+        let count = scaled(100_000, tsan: 50_000)
+        let graph = Graph()
+        let graphPointer = contextPointer(graph)
+        let queue = try makeQueue("chain", qos: OP_QOS_UTILITY)
+        defer { op_queue_release(queue) }
+        let links = UnsafeMutablePointer<ChainLink>.allocate(capacity: count)
+        for index in 0..<count { (links + index).initialize(to: ChainLink(index: index, graph: graphPointer)) }
+        var tasks: [OpaquePointer] = []
+        tasks.reserveCapacity(count)
+        for index in 0..<count { tasks.append(try makeTask(chainBody, UnsafeMutableRawPointer(links + index), onFinish: chainFinished)) }
+        var addFailures = 0
+        for index in 1..<count where op_task_add_dependency(tasks[index], tasks[index - 1]) != 0 { addFailures += 1 }
+        #expect(addFailures == 0)
+        var submitFailures = 0
+        for task in tasks.reversed() where op_queue_submit(queue, task) != 0 { submitFailures += 1 }
+        #expect(submitFailures == 0)
+
+        let start = monotonicNs()
+        let done = waitFor(tasks[count - 1], "the last link of a \(count)-task chain")
+        let drained = waitFor(queue: queue, "chain queue")
+        print("[longChainRunsInOrder] \(count) links in \(secondsSince(start)) s")
+        #expect(graph.ran.load(ordering: .relaxed) == count)
+        #expect(graph.last.load(ordering: .relaxed) == count - 1)
+        #expect(graph.violations.load(ordering: .relaxed) == 0,
+                "\(graph.violations.load(ordering: .relaxed)) links ran out of order")
+        #expect(graph.finished.load(ordering: .relaxed) == count)
+        tasks.forEach { op_task_release($0) }
+        if done && drained { links.deallocate() }  // else leaked: a late task may still read it
+    }
+
+    @Test func dependenciesWorkAcrossQueues() throws {
+        let graph = Graph()
+        let context = contextPointer(graph)
+        let first = try makeQueue("across-1", qos: OP_QOS_UTILITY)
+        let second = try makeQueue("across-2", qos: OP_QOS_DEFAULT)
+        defer { op_queue_release(first); op_queue_release(second) }
+        op_queue_set_suspended(first, true)
+        let root = try makeTask(rootBody, context)
+        let child = try makeTask(childBody, context)
+        defer { op_task_release(root); op_task_release(child) }
+        #expect(op_task_add_dependency(child, root) == 0)
+        #expect(op_queue_submit(first, root) == 0)
+        #expect(op_queue_submit(second, child) == 0)
+
+        sleepNs(Limits.quietNs)
+        #expect(graph.ran.load(ordering: .relaxed) == 0, "the dependent ran while its dependency's queue was suspended")
+        #expect(!op_task_is_finished(child))
+        op_queue_set_suspended(first, false)
+        if waitFor(child, "the dependent on the other queue") {
+            #expect(op_task_is_finished(root))
+            #expect(graph.ran.load(ordering: .relaxed) == 2)
+            #expect(graph.violations.load(ordering: .relaxed) == 0, "the dependent ran before its dependency")
+        }
+    }
+
+    @Test func addingAnAlreadyFinishedDependencyIsSatisfied() throws {
+        let graph = Graph()
+        let context = contextPointer(graph)
+        let queue = try makeQueue("finished-dependency", qos: OP_QOS_UTILITY)
+        defer { op_queue_release(queue) }
+        let dependency = try makeTask(rootBody, context)
+        let task = try makeTask(childBody, context)
+        defer { op_task_release(dependency); op_task_release(task) }
+        #expect(op_queue_submit(queue, dependency) == 0)
+        try #require(waitFor(dependency, "the dependency"))
+
+        #expect(op_task_add_dependency(task, dependency) == 0)
+        #expect(op_task_unfinished_dependencies(task) == 0)
+        #expect(op_task_is_ready(task))
+        #expect(op_queue_submit(queue, task) == 0)
+        #expect(waitFor(task, "a task whose only dependency had finished"))
+        #expect(graph.ran.load(ordering: .relaxed) == 2)
+    }
+
+    @Test func addDependencyErrors() throws {
+        let graph = Graph()
+        let context = contextPointer(graph)
+        let queue = try makeQueue("dependency-errors", qos: OP_QOS_UTILITY)
+        defer { op_queue_release(queue) }
+        let task = try makeTask(sourceBody, context)
+        let unfinished = try makeTask(sourceBody, context)  // never submitted
+        defer { op_task_release(task); op_task_release(unfinished) }
+
+        #expect(op_task_add_dependency(task, task) == EINVAL, "a task depending on itself")
+        #expect(op_task_add_dependency(nil, task) == EINVAL)
+        #expect(op_task_add_dependency(task, nil) == EINVAL)
+
+        // Ready (queued on a suspended queue): the dependency could not hold it back.
+        op_queue_set_suspended(queue, true)
+        #expect(op_queue_submit(queue, task) == 0)
+        #expect(op_task_is_ready(task))
+        let queued = op_task_add_dependency(task, unfinished)
+        #expect(queued == EALREADY, "add_dependency on a queued task returned \(errnoName(queued))")
+        #expect(op_task_unfinished_dependencies(task) == 0)
+
+        // Finished.
+        op_queue_set_suspended(queue, false)
+        try #require(waitFor(task, "the task"))
+        let finished = op_task_add_dependency(task, unfinished)
+        #expect(finished == EALREADY, "add_dependency on a finished task returned \(errnoName(finished))")
+        #expect(graph.ran.load(ordering: .relaxed) == 1)
+    }
+
+    @Test func addDependencyFromTheRunningBodyReturnsEALREADY() throws {
+        final class Probe: Sendable {
+            let rc = Atomic<Int32>(-1)
+            let other: SendablePointer
+            init(other: OpaquePointer) { self.other = SendablePointer(other) }
+        }
+        let other = try makeTask(emptyBody, nil)
+        defer { op_task_release(other) }
+        let probe = Probe(other: other)
+        let queue = try makeQueue("running-add", qos: OP_QOS_UTILITY)
+        defer { op_queue_release(queue) }
+        let task = try makeTask({ context in
+            let probe = contextObject(context, as: Probe.self)
+            probe.rc.store(op_task_add_dependency(op_task_current(), probe.other.raw), ordering: .relaxed)
+        }, contextPointer(probe))
+        defer { op_task_release(task) }
+        #expect(op_queue_submit(queue, task) == 0)
+        if waitFor(task, "the task") {
+            let rc = probe.rc.load(ordering: .relaxed)
+            #expect(rc == EALREADY, "add_dependency on a running task returned \(errnoName(rc))")
+        }
+    }
+
+    @Test func removingAnUnfinishedDependencyLetsTheTaskRun() throws {
+        let graph = Graph()
+        let context = contextPointer(graph)
+        let blocked = try makeQueue("remove-blocked", qos: OP_QOS_UTILITY)
+        let open = try makeQueue("remove-open", qos: OP_QOS_UTILITY)
+        defer { op_queue_release(blocked); op_queue_release(open) }
+        op_queue_set_suspended(blocked, true)
+        let dependency = try makeTask(sourceBody, context)
+        let task = try makeTask(sourceBody, context)
+        let unrelated = try makeTask(sourceBody, context)
+        defer { op_task_release(dependency); op_task_release(task); op_task_release(unrelated) }
+        #expect(op_queue_submit(blocked, dependency) == 0)
+        #expect(op_task_add_dependency(task, dependency) == 0)
+        #expect(op_queue_submit(open, task) == 0)
+        sleepNs(Limits.quietNs)
+        #expect(graph.ran.load(ordering: .relaxed) == 0, "the task ran before its dependency was removed")
+        #expect(op_task_unfinished_dependencies(task) == 1)
+
+        #expect(op_task_remove_dependency(task, unrelated) == ENOENT)
+        #expect(op_task_remove_dependency(task, dependency) == 0)
+        if waitFor(task, "the task after its dependency was removed") {
+            #expect(!op_task_is_finished(dependency), "the dependency finished although its queue is suspended")
+            #expect(graph.ran.load(ordering: .relaxed) == 1)
+        }
+        #expect(op_task_remove_dependency(task, dependency) == ENOENT, "removed twice")
+
+        op_queue_set_suspended(blocked, false)
+        #expect(waitFor(dependency, "the dependency after resuming"))
+
+        // Before submission: removing the only dependency leaves nothing to wait for.
+        let later = try makeTask(sourceBody, context)
+        let laterDependency = try makeTask(sourceBody, context)
+        defer { op_task_release(later); op_task_release(laterDependency) }
+        #expect(op_task_add_dependency(later, laterDependency) == 0)
+        #expect(op_task_unfinished_dependencies(later) == 1)
+        #expect(op_task_remove_dependency(later, laterDependency) == 0)
+        #expect(op_task_unfinished_dependencies(later) == 0)
+        #expect(op_queue_submit(open, later) == 0)
+        #expect(waitFor(later, "a task whose dependency was removed before submission"))
+    }
+
+    @Test func cancellingAWaitingTaskRetiresItWithoutRunningAndReleasesItsDependents() throws {
+        let graph = Graph()          // the cancelled task
+        let dependentGraph = Graph() // its dependent
+        let blocked = try makeQueue("cancel-blocked", qos: OP_QOS_UTILITY)
+        let open = try makeQueue("cancel-open", qos: OP_QOS_UTILITY)
+        defer { op_queue_release(blocked); op_queue_release(open) }
+        op_queue_set_suspended(blocked, true)
+        let dependency = try makeTask(emptyBody, nil)
+        let task = try makeTask(sourceBody, contextPointer(graph), onFinish: graphFinished)
+        let dependent = try makeTask(sourceBody, contextPointer(dependentGraph), onFinish: graphFinished)
+        defer { op_task_release(dependency); op_task_release(task); op_task_release(dependent) }
+        #expect(op_queue_submit(blocked, dependency) == 0)
+        #expect(op_task_add_dependency(task, dependency) == 0)
+        #expect(op_task_add_dependency(dependent, task) == 0)
+        #expect(op_queue_submit(open, task) == 0)
+        #expect(op_queue_submit(open, dependent) == 0)
+        #expect(!op_task_is_ready(task))
+
+        op_task_cancel(task)
+        #expect(op_task_is_cancelled(task))
+        #expect(op_task_is_ready(task), "a cancelled task is ready")
+        if waitFor(task, "the cancelled task") {
+            #expect(op_task_is_finished(task))
+            #expect(graph.ran.load(ordering: .relaxed) == 0, "the body of a task cancelled before it started was called")
+            #expect(graph.finished.load(ordering: .relaxed) == 1, "on_finish of the cancelled task")
+        }
+        if waitFor(dependent, "the dependent of the cancelled task") {
+            #expect(dependentGraph.ran.load(ordering: .relaxed) == 1)
+            #expect(!op_task_is_finished(dependency), "its own dependency is still blocked")
+        }
+        op_task_cancel(task)  // idempotent
+
+        op_queue_set_suspended(blocked, false)
+        #expect(waitFor(dependency, "the blocked dependency"))
+        #expect(waitFor(queue: open, "the open queue"))
+        #expect(graph.ran.load(ordering: .relaxed) == 0)
+        #expect(graph.finished.load(ordering: .relaxed) == 1, "on_finish must run exactly once, saw \(graph.finished.load(ordering: .relaxed))")
+        #expect(dependentGraph.finished.load(ordering: .relaxed) == 1)
+    }
+
+    @Test func cancellingBeforeSubmissionRetiresWithoutRunning() throws {
+        let graph = Graph()
+        let queue = try makeQueue("cancel-early", qos: OP_QOS_UTILITY)
+        defer { op_queue_release(queue) }
+        let task = try makeTask(sourceBody, contextPointer(graph), onFinish: graphFinished)
+        defer { op_task_release(task) }
+        op_task_cancel(task)
+        #expect(!op_task_is_finished(task))
+        #expect(op_queue_submit(queue, task) == 0)
+        if waitFor(task, "a task cancelled before submission") {
+            #expect(graph.ran.load(ordering: .relaxed) == 0)
+            #expect(graph.finished.load(ordering: .relaxed) == 1)
+        }
+    }
+
+    @Test func runWhenCancelledCallsTheBodyWhichSeesTheFlag() throws {
+        let graph = Graph()
+        let blocked = try makeQueue("rwc-blocked", qos: OP_QOS_UTILITY)
+        let open = try makeQueue("rwc-open", qos: OP_QOS_UTILITY)
+        defer { op_queue_release(blocked); op_queue_release(open) }
+        op_queue_set_suspended(blocked, true)
+        let dependency = try makeTask(emptyBody, nil)
+        let task = try makeTask(cancelAwareBody, contextPointer(graph),
+                                flags: UInt32(OP_TASK_RUN_WHEN_CANCELLED), onFinish: graphFinished)
+        defer { op_task_release(dependency); op_task_release(task) }
+        #expect(op_queue_submit(blocked, dependency) == 0)
+        #expect(op_task_add_dependency(task, dependency) == 0)
+        #expect(op_queue_submit(open, task) == 0)
+        op_task_cancel(task)
+        if waitFor(task, "a cancelled OP_TASK_RUN_WHEN_CANCELLED task") {
+            #expect(graph.ran.load(ordering: .relaxed) == 1, "the body was not called")
+            #expect(graph.sawCancelled.load(ordering: .relaxed) == 1, "the body did not see op_task_is_cancelled")
+            #expect(graph.finished.load(ordering: .relaxed) == 1)
+        }
+        op_queue_set_suspended(blocked, false)
+        #expect(waitFor(dependency, "the blocked dependency"))
+    }
+
+    @Test func cancellingARunningTaskDoesNotInterruptItsBody() throws {
+        let graph = Graph()
+        let queue = try makeQueue("cancel-running", qos: OP_QOS_UTILITY)
+        defer { op_queue_release(queue) }
+        let task = try makeTask(gatedCancelAwareBody, contextPointer(graph), onFinish: graphFinished)
+        defer { op_task_release(task) }
+        #expect(op_queue_submit(queue, task) == 0)
+        guard graph.started.wait() else {
+            Issue.record("the body did not start within \(Limits.waitSeconds) s")
+            graph.gate.open()
+            return
+        }
+        #expect(op_task_is_executing(task))
+        op_task_cancel(task)
+        #expect(op_task_is_cancelled(task))
+        #expect(!op_task_is_finished(task), "cancelling finished a running task")
+        graph.gate.open()
+        if waitFor(task, "the running cancelled task") {
+            #expect(graph.ran.load(ordering: .relaxed) == 1)
+            #expect(graph.sawCancelled.load(ordering: .relaxed) == 1, "the body did not see the cancel flag")
+            #expect(graph.finished.load(ordering: .relaxed) == 1)
+            #expect(!op_task_is_executing(task))
+        }
+    }
+
+    @Test func onFinishRunsExactlyOncePerTask() throws {
+        let counters = Counters()
+        let count = 5_000
+        counters.finishTarget.store(count, ordering: .releasing)
+        let context = contextPointer(counters)
+        let queue = try makeQueue("on-finish", qos: OP_QOS_UTILITY)
+        defer { op_queue_release(queue) }
+        // A mix: plain, cancelled before submission, and completed by hand without a queue.
+        var handled = 0
+        for index in 0..<count {
+            let task = try makeTask(countRun, context, onFinish: countFinish)
+            switch index % 3 {
+            case 0: #expect(op_queue_submit(queue, task) == 0)
+            case 1: op_task_cancel(task); #expect(op_queue_submit(queue, task) == 0)
+            default: #expect(op_task_complete(task) == 0); #expect(op_task_complete(task) == EALREADY)
+            }
+            handled += 1
+            op_task_release(task)
+        }
+        #expect(counters.allFinished.wait(), "on_finish ran \(counters.finished.load(ordering: .relaxed)) times for \(count) tasks")
+        #expect(waitFor(queue: queue, "on_finish queue"))
+        #expect(counters.finished.load(ordering: .relaxed) == count)
+        #expect(counters.ran.load(ordering: .relaxed) == (0..<count).filter { $0 % 3 == 0 }.count)
+    }
+}

@@ -1,0 +1,127 @@
+// WorkerPoolTests.swift — the per-CPU pinned workers of each QoS class: how many, where they
+// run, at which nice value, and that they go quiet when the work is done.
+//
+// The suite has the process to itself (.needsQuietProcess): it measures the whole process's CPU
+// time, and it reads every worker's nice value, which the nice tests change on purpose.
+import Glibc
+import OperationsCore
+import Synchronization
+import Testing
+
+@Suite(.needsQuietProcess, .serialized)
+struct WorkerPoolTests {
+    @Test func topologyCountsTheCPUsOfTheAffinityMask() throws {
+        let topology = currentTopology()
+        let mask = try #require(affinityCPUs(ofThread: 0), "sched_getaffinity failed")
+        #expect(Int(topology.cpu_count) == mask.count,
+                "cpu_count \(topology.cpu_count), affinity mask \(mask)")
+        #expect(topology.node_count >= 1)
+        for index in 0..<Int32(topology.cpu_count) {
+            var cpu: Int32 = -1, node: Int32 = -1
+            #expect(op_runtime_cpu(index, &cpu, &node) == 0)
+            #expect(mask.contains(Int(cpu)), "CPU \(cpu) of index \(index) is not in the mask \(mask)")
+            #expect(node >= 0 && node < topology.node_count)
+        }
+        var cpu: Int32 = 0
+        #expect(op_runtime_cpu(topology.cpu_count, &cpu, nil) == EINVAL)
+        #expect(op_runtime_cpu(-1, &cpu, nil) == EINVAL)
+    }
+
+    @Test(arguments: allQoSClasses)
+    func everyClassHasOnePinnedWorkerPerCPUAtItsNiceValue(qos: op_qos_t) throws {
+        let topology = currentTopology()
+        let table = niceTable()
+        let wanted = table[Int(qos.rawValue)]
+        let negativeAllowed = op_runtime_negative_nice_allowed()
+
+        op_runtime_start_workers(qos)
+        let count = op_runtime_worker_count(qos)
+        #expect(count == topology.cpu_count,
+                "\(qosName(qos)): \(count) workers for \(topology.cpu_count) CPUs")
+
+        var pinnedCPUs: [Int32] = []
+        for index in 0..<count {
+            var info = op_worker_info_t()
+            try #require(op_runtime_worker_info(qos, index, &info) == 0, "worker_info(\(qosName(qos)), \(index))")
+            var cpu: Int32 = -1, node: Int32 = -1
+            #expect(op_runtime_cpu(index, &cpu, &node) == 0)
+            #expect(info.cpu == cpu && info.node == node,
+                    "\(qosName(qos)) worker \(index): cpu/node \(info.cpu)/\(info.node), topology says \(cpu)/\(node)")
+            pinnedCPUs.append(info.cpu)
+
+            let affinity = affinityCPUs(ofThread: info.tid)
+            #expect(affinity == [Int(info.cpu)],
+                    "\(qosName(qos)) worker \(index) (tid \(info.tid)) affinity \(affinity.map { "\($0)" } ?? "unreadable"), expected exactly [\(info.cpu)]")
+
+            let nice = niceOfThread(info.tid)
+            #expect(nice == info.class_nice,
+                    "\(qosName(qos)) worker \(index) (tid \(info.tid)) runs at nice \(nice.map { "\($0)" } ?? "?"), reports class_nice \(info.class_nice)")
+            if negativeAllowed || wanted >= 0 {
+                #expect(info.class_nice == wanted,
+                        "\(qosName(qos)) worker \(index): class_nice \(info.class_nice), table says \(wanted)")
+            } else {
+                #expect(info.class_nice >= wanted)
+            }
+        }
+        #expect(Set(pinnedCPUs).count == Int(count), "\(qosName(qos)) workers share CPUs: \(pinnedCPUs)")
+
+        var info = op_worker_info_t()
+        #expect(op_runtime_worker_info(qos, count, &info) == EINVAL)
+        #expect(op_runtime_worker_info(qos, -1, &info) == EINVAL)
+    }
+
+    @Test func runningAsRootAllowsNegativeNiceValues() {
+        // The tests run as root (CAP_SYS_NICE); the clamp path is tested in a child process
+        // without the privilege (ClampTests).
+        guard getuid() == 0 else { return }
+        #expect(op_runtime_negative_nice_allowed())
+        #expect(op_runtime_lowest_nice() == -20)
+        #expect(!op_runtime_nice_clamped(), "a nice value was clamped although the process runs as root")
+    }
+
+    @Test func anIdleProcessUsesNoMeasurableCPUAfterWorkEnds() throws {
+        for qos in allQoSClasses { op_runtime_start_workers(qos) }
+        let count = scaled(100_000, tsan: 50_000)
+        let queue = try makeQueue("idle-check", qos: OP_QOS_DEFAULT)
+        let tasksBefore = workerInfos(OP_QOS_DEFAULT).reduce(0) { $0 + $1.tasks }
+        var failures = 0
+        for _ in 0..<count where op_queue_submit_f(queue, emptyBody, nil) != 0 { failures += 1 }
+        #expect(failures == 0, "\(failures) submissions failed")
+        let rc = op_queue_wait(queue, Limits.waitNs)
+        op_queue_release(queue)
+        try #require(rc == 0, "\(count) empty tasks did not finish: \(errnoName(rc))")
+        let tasksAfter = workerInfos(OP_QOS_DEFAULT).reduce(0) { $0 + $1.tasks }
+        #expect(tasksAfter - tasksBefore >= UInt64(count), "workers count \(tasksAfter - tasksBefore) tasks run, expected at least \(count)")
+
+        sleepNs(50_000_000)
+        let cpuBefore = processCPUTimeNs()
+        let wallBefore = monotonicNs()
+        sleepNs(300_000_000)
+        let cpuUsed = processCPUTimeNs() - cpuBefore
+        let wall = monotonicNs() - wallBefore
+        print("[anIdleProcessUsesNoMeasurableCPUAfterWorkEnds] \(Double(cpuUsed) / 1e6) ms CPU in \(Double(wall) / 1e6) ms idle")
+        #expect(cpuUsed < 15_000_000,
+                "the process used \(Double(cpuUsed) / 1e6) ms of CPU during \(Double(wall) / 1e6) ms of idleness (limit 15 ms): workers keep spinning?")
+    }
+}
+
+/// The start-up window of a pool, in child processes (each class's pool starts once per
+/// process). No ProcessLock trait: nothing runs in this process.
+@Suite
+struct WorkerStartupTests {
+    /// While a pool starts, every worker that op_runtime_worker_count() counts must be reachable
+    /// with op_runtime_worker_info(qos, i) for i < count. Workers start in any order, so this
+    /// looks at up to 10 processes × 5 pool start-ups.
+    @Test func workerInfoReachesEveryCountedWorkerWhileAPoolStarts() async throws {
+        let path = try await ProbeBuilder.shared.binary("worker_startup_probe").get()
+        for attempt in 1...10 {
+            let result = await runChild(path, [], environment: childEnvironment(), seconds: 30, backtraceOnTimeout: true)
+            let hung = result.timedOut
+            try #require(!hung, "the start-up probe did not exit:\n\(result)")
+            if result.exitCode != 0 {
+                Issue.record("process \(attempt): a worker counted by op_runtime_worker_count() is not reachable through op_runtime_worker_info():\n\(result)")
+                return
+            }
+        }
+    }
+}
