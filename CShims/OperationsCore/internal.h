@@ -74,6 +74,12 @@ void op_event_init(op_event_t *event);
 int op_futex_wait(_Atomic uint32_t *word, uint32_t expected, int64_t timeout_ns);
 void op_futex_wake(_Atomic uint32_t *word, int count);
 int64_t op_now_ns(void);
+/* Before a waiter sleeps it re-checks its condition this long, pausing and then yielding the
+ * CPU between looks: a futex wake-up costs tens to hundreds of microseconds on a VM, more than
+ * short waits take. */
+#define OP_WAIT_SPIN_NS 20000
+/* One pause of such a spin loop: CPU pauses for the first microsecond, then sched_yield. */
+void op_spin_pause(int64_t spun_ns);
 
 /* ---- task.c --------------------------------------------------------------------------------- */
 

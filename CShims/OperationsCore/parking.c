@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -40,6 +41,14 @@ int64_t op_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void op_spin_pause(int64_t spun_ns) {
+    if (spun_ns < 1000) {
+        for (int i = 0; i < 16; i++) op_cpu_relax();
+    } else {
+        sched_yield();
+    }
 }
 
 int op_futex_wait(_Atomic uint32_t *word, uint32_t expected, int64_t timeout_ns) {

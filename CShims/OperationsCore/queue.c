@@ -289,6 +289,12 @@ int op_queue_wait(op_queue_t *queue, int64_t timeout_ns) {
     if (!queue) return EINVAL;
     if (op_tls_queue == queue) return EDEADLK;
     int64_t deadline = timeout_ns >= 0 ? op_now_ns() + timeout_ns : -1;
+    int64_t start = op_now_ns(), now = start;
+    while (atomic_load_explicit(&queue->busy, memory_order_seq_cst) != 0 &&
+           now - start < OP_WAIT_SPIN_NS && (deadline < 0 || now < deadline)) {
+        op_spin_pause(now - start);
+        now = op_now_ns();
+    }
     for (;;) {
         if (atomic_load_explicit(&queue->busy, memory_order_seq_cst) == 0) return 0;
         uint32_t epoch = atomic_load_explicit(&queue->idle_epoch, memory_order_acquire);

@@ -104,7 +104,7 @@ static void op_task_destroy(op_task_t *task) {
     op_edge *owned = atomic_load_explicit(&task->own_edges, memory_order_acquire);
     while (owned) {
         op_edge *next = owned->next_owned;
-        free(owned);
+        op_task_cache_free((op_task_t *)owned);
         owned = next;
     }
     op_task_cache_free(task);
@@ -163,7 +163,8 @@ int op_task_add_dependency(op_task_t *task, op_task_t *dependency) {
         if (pending == 0) return EALREADY;
     } while (!atomic_compare_exchange_weak_explicit(&task->pending, &pending, pending + 1,
                                                     memory_order_relaxed, memory_order_relaxed));
-    op_edge *edge = malloc(sizeof *edge);
+    _Static_assert(sizeof(op_edge) <= sizeof(op_task_t), "edges share the task cache's blocks");
+    op_edge *edge = (op_edge *)op_task_cache_alloc();
     if (!edge) {
         op_task_count_down(task, 1, true);
         return ENOMEM;
@@ -327,6 +328,13 @@ int op_task_wait(op_task_t *task, int64_t timeout_ns) {
     int64_t deadline = timeout_ns >= 0 ? op_now_ns() + timeout_ns : -1;
     /* acquire: once FINISHED is seen, the body's writes are visible. */
     uint32_t state = atomic_load_explicit(&task->state, memory_order_acquire);
+    int64_t start = op_now_ns(), now = start;
+    while (!(state & OP_STATE_FINISHED) && now - start < OP_WAIT_SPIN_NS &&
+           (deadline < 0 || now < deadline)) {
+        op_spin_pause(now - start);
+        state = atomic_load_explicit(&task->state, memory_order_acquire);
+        now = op_now_ns();
+    }
     for (;;) {
         if (state & OP_STATE_FINISHED) return 0;
         if (!(state & OP_STATE_WAITERS)) {

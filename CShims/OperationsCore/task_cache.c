@@ -1,6 +1,7 @@
 /*
- * task_cache.c — recycles task memory between the threads that free tasks (workers) and the
- * threads that create them (submitters), without malloc's cross-thread slow path.
+ * task_cache.c — recycles task memory (and dependency edges, which fit in a task's block)
+ * between the threads that free tasks (workers) and the threads that create them (submitters),
+ * without malloc's cross-thread slow path.
  *
  * Each thread keeps a private list of free task blocks. A thread that frees more than a batch
  * hands the whole list to a global stack of batches; a thread whose list is empty takes the

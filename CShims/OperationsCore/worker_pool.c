@@ -24,9 +24,12 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
+/* Spinning uses op_spin_pause (parking.c): pauses for a microsecond, then yields the CPU
+ * between looks, so a thread that would give us work is not starved of it on a small box. */
 #define OP_SEARCH_NS 8000   /* an idle worker looks for tokens this long before parking */
 #define OP_LINGER_NS 3000   /* a worker whose queue ran dry waits this long for more work
                                before giving its slot back (saves a slot + token round trip) */
@@ -170,15 +173,17 @@ static bool op_queue_shrink_slot(op_queue_t *queue) {
 /* The queue ran dry: wait a little for its producer before giving the slot back, unless
  * another queue's token shows up meanwhile. */
 static op_task_t *op_worker_linger(op_pool *pool, op_queue_t *queue) {
-    int64_t deadline = op_now_ns() + OP_LINGER_NS;
+    int64_t start = op_now_ns();
+    int64_t now = start;
     do {
-        for (int i = 0; i < 16; i++) op_cpu_relax();
+        op_spin_pause(now - start);
         if (op_ready_queue_maybe_nonempty(&queue->ready)) {
             op_task_t *task = op_ready_queue_pop(&queue->ready);
             if (task) return task;
         }
         if (op_pool_has_tokens(pool)) return NULL;
-    } while (op_now_ns() < deadline);
+        now = op_now_ns();
+    } while (now - start < OP_LINGER_NS);
     return NULL;
 }
 
@@ -262,11 +267,13 @@ static void *op_worker_main(void *arg) {
              * CPU from the thread that would give it work. */
             int searchers = atomic_fetch_add_explicit(&pool->searching, 1, memory_order_seq_cst);
             if (searchers < (pool->size + 1) / 2) {
-                int64_t deadline = op_now_ns() + OP_SEARCH_NS;
+                int64_t start = op_now_ns();
+                int64_t now = start;
                 do {
-                    for (int i = 0; i < 16; i++) op_cpu_relax();
+                    op_spin_pause(now - start);
                     queue = op_pool_take_token(pool, worker->node);
-                } while (!queue && op_now_ns() < deadline);
+                    now = op_now_ns();
+                } while (!queue && now - start < OP_SEARCH_NS);
             }
             atomic_fetch_sub_explicit(&pool->searching, 1, memory_order_seq_cst);
             if (!queue) {

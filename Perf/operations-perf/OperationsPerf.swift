@@ -31,8 +31,14 @@ struct OperationsPerf: ParsableCommand {
     @Flag(help: "A short run: 100 000 items, 3 rounds.")
     var quick = false
 
-    @Flag(help: "Also measure core cost per task at 10^3 … 10^6 tasks (independent and chain).")
+    @Flag(help: """
+        Also measure cost per task at 10^3 … 10^6 tasks (independent and chain). Sizes below 10^5 \
+        run back to back within one timed sample until it holds 10^5 tasks.
+        """)
     var sweep = false
+
+    @Option(help: "Run only these workloads (comma-separated names).")
+    var only: String?
 
     @Option(help: "Seconds before the watchdog declares a workload hung.")
     var watchdog = 120
@@ -50,7 +56,15 @@ struct OperationsPerf: ParsableCommand {
         print("operations-perf: \(topology.cpu_count) CPUs, \(topology.node_count) NUMA node(s), "
               + "NUMA \(topology.numa ? "in use" : "not used"); size \(size), \(rounds) rounds")
 
-        let workloads = CoreWorkloads.all(timeout: timeout)
+        var workloads = CoreWorkloads.all(timeout: timeout)
+        if let only {
+            let names = Set(only.split(separator: ",").map(String.init))
+            let unknown = names.subtracting(workloads.map(\.name))
+            guard unknown.isEmpty else {
+                throw ValidationError("unknown workload(s): \(unknown.sorted().joined(separator: ", "))")
+            }
+            workloads = workloads.filter { names.contains($0.name) }
+        }
         for workload in workloads { try Runner.verify(workload) }
         var results: [WorkloadResult] = []
         for workload in workloads {
@@ -64,7 +78,8 @@ struct OperationsPerf: ParsableCommand {
             for workload in workloads where workload.name != "serial" {
                 for exponent in 3...6 {
                     let n = Int(pow10(exponent))
-                    rows.append(try Runner.measure(workload, size: n, rounds: max(3, rounds / 2)))
+                    rows.append(try Runner.measure(workload, size: n, rounds: max(3, rounds / 2),
+                                                   repetitions: max(1, 100_000 / n)))
                 }
             }
             Progress.done()

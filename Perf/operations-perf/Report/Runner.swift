@@ -28,7 +28,9 @@ enum Runner {
         }
     }
 
-    static func measure(_ workload: Workload, size: Int, rounds: Int) throws -> WorkloadResult {
+    /// `repetitions` runs of the size-`size` workload make one timed sample (for small sizes,
+    /// so that one cold wake-up of parked threads does not stand for the cost per task).
+    static func measure(_ workload: Workload, size: Int, rounds: Int, repetitions: Int = 1) throws -> WorkloadResult {
         var ns: [String: [Double]] = [:]
         var ratios: [Double] = []
         let count = workload.contenders.count
@@ -40,14 +42,17 @@ enum Runner {
                 defer { counter.deallocate() }
                 counter.pointee = 0
                 let elapsed = try Watchdog.guarding("\(workload.name)/\(contender.name) n=\(size)") {
-                    try contender.run(size, counter)
+                    var total: UInt64 = 0
+                    for _ in 0..<repetitions { total += try contender.run(size, counter) }
+                    return total
                 }
-                if counter.pointee != Int64(size) {
+                let expected = size * repetitions
+                if counter.pointee != Int64(expected) {
                     throw PerfError.wrongCount(workload: workload.name, implementation: contender.name,
-                                               expected: size, got: counter.pointee)
+                                               expected: expected, got: counter.pointee)
                 }
                 times[contender.name] = Double(elapsed)
-                ns[contender.name, default: []].append(Double(elapsed) / Double(size))
+                ns[contender.name, default: []].append(Double(elapsed) / Double(expected))
             }
             if let core = times["core"], let dispatch = times["dispatch"] { ratios.append(dispatch / core) }
             Progress.line("\(workload.name) n=\(size) round \(round + 1)/\(rounds)")

@@ -14,7 +14,7 @@ enum Table {
 
     static func printSweep(_ rows: [WorkloadResult]) {
         print("")
-        print("cost per task across sizes (medians, ns/task)")
+        print("cost per task across sizes (medians, ns/task; sizes < 10^5 repeated to 10^5 tasks per sample)")
         print(pad("workload", 12) + pad("n", 10) + pad("core", 10) + "dispatch")
         for row in rows {
             print(pad(row.workload, 12) + pad("\(row.size)", 10)
