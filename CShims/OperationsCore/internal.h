@@ -147,7 +147,18 @@ struct op_queue {
     int32_t default_width;       /* workers per class: what OP_WIDTH_DEFAULT means */
     char *label;
     op_ready_queue_t ready;
+    /* Tasks a worker popped just as the queue was suspended: they were at the head, so they run
+     * first on resume. `stashed` lets the hot path skip the stash with one load. */
+    op_fifo stash;
+    _Atomic uint32_t stashed;
 };
+
+/* True when the queue may have a task to start (ready bands or stash); a hint. */
+bool op_queue_has_ready(op_queue_t *queue);
+/* Takes the next task to start: the stash first, then the highest non-empty band. */
+op_task_t *op_queue_take_ready(op_queue_t *queue);
+/* Puts back a task popped while the queue was being suspended. */
+void op_queue_stash(op_queue_t *queue, op_task_t *task);
 
 /* Number of slots the queue may hold at once, with the default resolved against its pool. */
 int op_queue_effective_width(op_queue_t *queue);

@@ -50,6 +50,8 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
         return NULL;
     }
     op_ready_queue_init(&queue->ready, 64);
+    op_fifo_init(&queue->stash, 4);
+    atomic_init(&queue->stashed, 0);
     return queue;
 }
 
@@ -63,6 +65,7 @@ void op_queue_release(op_queue_t *queue) {
     /* acq_rel: the last release sees all other owners' writes before freeing. */
     if (atomic_fetch_sub_explicit(&queue->refs, 1, memory_order_acq_rel) == 1) {
         op_ready_queue_deinit(&queue->ready);
+        op_fifo_destroy(&queue->stash);
         free(queue->label);
         free(queue);
     }
@@ -104,7 +107,7 @@ void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub) {
         if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) break;
         int32_t running = atomic_load_explicit(&queue->running, memory_order_relaxed);
         if (running >= op_queue_effective_width(queue)) break;
-        if (!op_ready_queue_maybe_nonempty(&queue->ready)) break;
+        if (!op_queue_has_ready(queue)) break;
         /* seq_cst: a claimed slot is part of the same Dekker pair. */
         if (atomic_compare_exchange_weak_explicit(&queue->running, &running, running + 1,
                                                   memory_order_seq_cst, memory_order_relaxed)) {
@@ -126,6 +129,29 @@ void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub) {
     for (int i = 0; i < claimed; i++) op_pool_push_token(pool, queue); /* last touch */
 }
 
+bool op_queue_has_ready(op_queue_t *queue) {
+    /* relaxed: a hint, like maybe_nonempty; the Dekker fences around its callers order it. */
+    return atomic_load_explicit(&queue->stashed, memory_order_relaxed) != 0 ||
+           op_ready_queue_maybe_nonempty(&queue->ready);
+}
+
+op_task_t *op_queue_take_ready(op_queue_t *queue) {
+    if (OP_UNLIKELY(atomic_load_explicit(&queue->stashed, memory_order_acquire) != 0)) {
+        op_task_t *task = op_fifo_pop(&queue->stash);
+        if (task) {
+            atomic_fetch_sub_explicit(&queue->stashed, 1, memory_order_relaxed);
+            return task;
+        }
+    }
+    return op_ready_queue_pop(&queue->ready);
+}
+
+void op_queue_stash(op_queue_t *queue, op_task_t *task) {
+    op_fifo_push(&queue->stash, task);
+    /* release: a worker that sees the count (acquire) finds the task in the stash. */
+    atomic_fetch_add_explicit(&queue->stashed, 1, memory_order_release);
+}
+
 bool op_queue_release_slot(op_queue_t *queue) {
     /* seq_cst: giving the slot back, then re-reading the bands, is our half of the Dekker pair
      * with producers (push, fence, read running). */
@@ -133,7 +159,7 @@ bool op_queue_release_slot(op_queue_t *queue) {
     atomic_thread_fence(memory_order_seq_cst);
     for (;;) {
         if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) return false;
-        if (!op_ready_queue_maybe_nonempty(&queue->ready)) return false;
+        if (!op_queue_has_ready(queue)) return false;
         int32_t running = atomic_load_explicit(&queue->running, memory_order_relaxed);
         if (running >= op_queue_effective_width(queue)) return false;
         if (atomic_compare_exchange_weak_explicit(&queue->running, &running, running + 1,
