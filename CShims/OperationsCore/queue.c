@@ -52,6 +52,17 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     op_ready_queue_init(&queue->ready, 64);
     op_fifo_init(&queue->stash, 4);
     atomic_init(&queue->stashed, 0);
+    queue->tracking = false;
+    queue->release_context = NULL;
+    atomic_init(&queue->registry_head, NULL);
+    atomic_init(&queue->submitting, 0);
+    atomic_init(&queue->registry_pushes, 0);
+    atomic_init(&queue->barrier, NULL);
+    atomic_init(&queue->compact_requested, false);
+    atomic_init(&queue->releasing, 0);
+    pthread_mutex_init(&queue->registry_lock, NULL);
+    atomic_init(&queue->registry_kept, 0);
+    atomic_init(&queue->registry_pushes_at_compaction, 0);
     return queue;
 }
 
@@ -64,6 +75,7 @@ void op_queue_release(op_queue_t *queue) {
     if (!queue) return;
     /* acq_rel: the last release sees all other owners' writes before freeing. */
     if (atomic_fetch_sub_explicit(&queue->refs, 1, memory_order_acq_rel) == 1) {
+        op_registry_destroy(queue);
         op_ready_queue_deinit(&queue->ready);
         op_fifo_destroy(&queue->stash);
         free(queue->label);
@@ -90,6 +102,7 @@ void op_queue_busy_sub(op_queue_t *queue, uint64_t count) {
      * idle_waiters then reads busy), and release of the tasks' effects to the waiter. */
     uint64_t before = atomic_fetch_sub_explicit(&queue->busy, count, memory_order_seq_cst);
     if (before != count) return;
+    if (queue->tracking) op_registry_compact_if_idle(queue); /* release finished contexts */
     if (atomic_load_explicit(&queue->idle_waiters, memory_order_seq_cst) != 0) {
         /* release: a waiter that sees the new epoch sees everything before it. */
         atomic_fetch_add_explicit(&queue->idle_epoch, 1, memory_order_release);
@@ -188,6 +201,7 @@ static int op_queue_submit_one(op_queue_t *queue, op_task_t *task) {
                                                     memory_order_acq_rel, memory_order_acquire));
     op_task_retain(task); /* the queue's reference, dropped when the task finished */
     op_queue_busy_add(queue, 1);
+    if (queue->tracking) op_registry_add(queue, task); /* may add a barrier dependency */
     /* acq_rel: drop the submission hold; reaching zero means no dependency is left. */
     uint64_t before = atomic_fetch_sub_explicit(&task->pending, OP_PENDING_HOLD,
                                                 memory_order_acq_rel);
@@ -245,6 +259,14 @@ int op_queue_submit_batch(op_queue_t *queue, op_task_t *const *tasks, size_t cou
 
 int op_queue_submit_f(op_queue_t *queue, op_task_fn fn, void *context) {
     if (!queue || !fn) return EINVAL;
+    if (queue->tracking) {
+        /* Registered, and perhaps behind a barrier: the general path. */
+        op_task_t *task = op_task_create(fn, context, NULL);
+        if (!task) return errno;
+        int rc = op_queue_submit(queue, task);
+        op_task_release(task);
+        return rc;
+    }
     /* Nobody else can see this task yet, so it starts out submitted and queued with plain
      * initialisation, and its one reference is the queue's: no read-modify-write until the
      * push below, which publishes it (release, in op_fifo_push). */
@@ -322,12 +344,17 @@ int op_queue_wait(op_queue_t *queue, int64_t timeout_ns) {
         now = op_now_ns();
     }
     for (;;) {
-        if (atomic_load_explicit(&queue->busy, memory_order_seq_cst) == 0) return 0;
+        if (atomic_load_explicit(&queue->busy, memory_order_seq_cst) == 0) {
+            /* Finished tasks' contexts are released before the wait returns. */
+            op_registry_compact_now(queue);
+            return 0;
+        }
         uint32_t epoch = atomic_load_explicit(&queue->idle_epoch, memory_order_acquire);
         /* seq_cst: register, then re-read busy (Dekker with op_queue_busy_sub). */
         atomic_fetch_add_explicit(&queue->idle_waiters, 1, memory_order_seq_cst);
         if (atomic_load_explicit(&queue->busy, memory_order_seq_cst) == 0) {
             atomic_fetch_sub_explicit(&queue->idle_waiters, 1, memory_order_relaxed);
+            op_registry_compact_now(queue);
             return 0;
         }
         int64_t left = -1;
