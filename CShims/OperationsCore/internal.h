@@ -111,6 +111,7 @@ struct op_task {
     op_queue_t *_Atomic queue;       /* set once by submit */
     op_edge *_Atomic dependents;     /* edges of tasks waiting for this one; CLOSED when done */
     op_edge *_Atomic own_edges;      /* edges this task owns (one per dependency it was given) */
+    _Atomic uint32_t holds;          /* units of `pending` that are holds, not dependencies */
     uint8_t priority;
     int8_t qos;                      /* op_qos_t or OP_QOS_INHERIT */
     int8_t nice_delta;               /* from thread_priority */

@@ -80,6 +80,7 @@ void op_task_init(op_task_t *task, op_task_fn fn, void *context, const op_task_a
     atomic_init(&task->queue, NULL);
     atomic_init(&task->dependents, NULL);
     atomic_init(&task->own_edges, NULL);
+    atomic_init(&task->holds, 0);
     task->priority = (uint8_t)attr->priority;
     task->qos = (int8_t)attr->qos;
     task->nice_delta = (int8_t)lround((0.5 - attr->thread_priority) * 10.0);
@@ -223,11 +224,17 @@ static int op_task_count_up(op_task_t *task) {
 
 int op_task_hold(op_task_t *task) {
     if (!task) return EINVAL;
-    return op_task_count_up(task);
+    /* relaxed: `holds` only adjusts the dependency count reported to callers. */
+    atomic_fetch_add_explicit(&task->holds, 1, memory_order_relaxed);
+    int rc = op_task_count_up(task);
+    if (rc != 0) atomic_fetch_sub_explicit(&task->holds, 1, memory_order_relaxed);
+    return rc;
 }
 
 void op_task_unhold(op_task_t *task) {
-    if (task) op_task_count_down(task, 1, true);
+    if (!task) return;
+    atomic_fetch_sub_explicit(&task->holds, 1, memory_order_relaxed);
+    op_task_count_down(task, 1, true);
 }
 
 int op_task_defer(op_task_t *task) {
@@ -235,6 +242,7 @@ int op_task_defer(op_task_t *task) {
     /* Two units: the hold the caller will drop with op_task_unhold, and one the worker drops
      * once the task is back to waiting (so an early unhold cannot make it ready while its
      * body still runs). relaxed: the worker reads both on this same thread. */
+    atomic_fetch_add_explicit(&task->holds, 2, memory_order_relaxed);
     atomic_fetch_add_explicit(&task->pending, 2, memory_order_relaxed);
     atomic_fetch_or_explicit(&task->state, OP_STATE_DEFER, memory_order_relaxed);
     return 0;
@@ -247,6 +255,7 @@ void op_task_settle_deferred(op_task_t *task) {
                                   OP_STATE_BODY_DONE),
         memory_order_acq_rel);
     if (old & OP_STATE_CANCELLED) op_task_ready_now(task, true); /* cancelled: ready at once */
+    atomic_fetch_sub_explicit(&task->holds, 1, memory_order_relaxed);
     op_task_count_down(task, 1, true); /* the worker's unit */
 }
 
@@ -270,8 +279,11 @@ int op_task_remove_dependency(op_task_t *task, op_task_t *dependency) {
 }
 
 uint32_t op_task_unfinished_dependencies(const op_task_t *task) {
-    uint64_t pending = atomic_load_explicit(&((op_task_t *)task)->pending, memory_order_acquire);
-    return (uint32_t)(pending & (OP_PENDING_HOLD - 1));
+    op_task_t *t = (op_task_t *)task;
+    uint64_t pending = atomic_load_explicit(&t->pending, memory_order_acquire);
+    uint32_t holds = atomic_load_explicit(&t->holds, memory_order_relaxed);
+    uint32_t count = (uint32_t)(pending & (OP_PENDING_HOLD - 1));
+    return count > holds ? count - holds : 0; /* a snapshot: the two reads are not atomic */
 }
 
 static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
@@ -335,6 +347,10 @@ bool op_task_is_ready(const op_task_t *task) {
 }
 
 void *op_task_context(const op_task_t *task) { return task->context; }
+
+void op_task_set_context(op_task_t *task, void *context) {
+    if (task) task->context = context; /* before submission: published by submit's release */
+}
 
 op_task_t *op_task_current(void) { return op_tls_task; }
 

@@ -134,7 +134,7 @@ int op_task_set_priority(op_task_t *task, op_priority_t priority);
 /** Changes the task's QoS (op_qos_t or OP_QOS_INHERIT) for its next run. Returns 0 or EINVAL. */
 int op_task_set_qos(op_task_t *task, int qos);
 
-/** Number of dependencies of `task` that have not finished yet. */
+/** Number of dependencies of `task` that have not finished yet (holds not counted). */
 uint32_t op_task_unfinished_dependencies(const op_task_t *task);
 
 /** Holds the task back like an unfinished dependency that no task stands for (a custom
@@ -159,9 +159,13 @@ bool op_task_is_cancelled(const op_task_t *task);
 /** True from the moment a worker takes the task until it is finished. */
 bool op_task_is_executing(const op_task_t *task);
 bool op_task_is_finished(const op_task_t *task);
-/** True when nothing holds the task back: no unfinished dependency, or cancelled. */
+/** True when no unfinished dependency holds the task back, or it is cancelled (holds from
+ *  op_task_hold / op_task_defer are not counted: they stand for the caller's own condition). */
 bool op_task_is_ready(const op_task_t *task);
 void *op_task_context(const op_task_t *task);
+/** Replaces the context passed to the body and on_finish (for bindings that create the task
+ *  before the object it points to is complete). Only before the task is submitted. */
+void op_task_set_context(op_task_t *task, void *context);
 
 /** Finishes a task that is not run by a queue's worker: an OP_TASK_MANUAL_COMPLETION task whose
  *  body has returned (this releases its queue slot), or a task that was never submitted and
