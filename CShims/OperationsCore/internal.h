@@ -16,6 +16,7 @@
 
 #include "operations_core.h"
 
+#include <pthread.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -112,6 +113,9 @@ struct op_task {
     op_edge *_Atomic dependents;     /* edges of tasks waiting for this one; CLOSED when done */
     op_edge *_Atomic own_edges;      /* edges this task owns (one per dependency it was given) */
     _Atomic uint32_t holds;          /* units of `pending` that are holds, not dependencies */
+    op_task_t *registry_next;        /* registry.c: the tracking queue's stack */
+    op_task_t *behind_barrier;       /* registry.c: the barrier this task waits for, if any */
+    bool is_barrier;
     uint8_t priority;
     int8_t qos;                      /* op_qos_t or OP_QOS_INHERIT */
     int8_t nice_delta;               /* from thread_priority */
@@ -154,7 +158,38 @@ struct op_queue {
     op_task_fn context_release;
     char *label;
     op_ready_queue_t ready;
+    /* Tasks a worker popped just as the queue was suspended: they were at the head, so they run
+     * first on resume. `stashed` lets the hot path skip the stash with one load. */
+    op_fifo stash;
+    _Atomic uint32_t stashed;
+    /* registry.c, for tracking queues only. */
+    bool tracking;
+    op_task_fn release_context;
+    alignas(OP_CACHE_LINE) op_task_t *_Atomic registry_head; /* newest first */
+    _Atomic uint32_t submitting;           /* registrations in flight (barrier handshake) */
+    _Atomic uint64_t registry_pushes;
+    op_task_t *_Atomic barrier;            /* the latest barrier (a reference), or NULL */
+    _Atomic bool compact_requested;        /* an idle queue asked for a compaction */
+    _Atomic uint64_t releasing;            /* contexts removed but not yet released */
+    alignas(OP_CACHE_LINE) pthread_mutex_t registry_lock; /* compaction, listing, barriers */
+    /* Written under the lock, read by submitters for the amortised-compaction threshold. */
+    _Atomic uint64_t registry_kept;
+    _Atomic uint64_t registry_pushes_at_compaction;
 };
+
+/* registry.c */
+void op_registry_add(op_queue_t *queue, op_task_t *task);
+void op_registry_compact_if_idle(op_queue_t *queue);
+/* Compacts now (waits for the lock): finished tasks' contexts are released on return. */
+void op_registry_compact_now(op_queue_t *queue);
+void op_registry_destroy(op_queue_t *queue);
+
+/* True when the queue may have a task to start (ready bands or stash); a hint. */
+bool op_queue_has_ready(op_queue_t *queue);
+/* Takes the next task to start: the stash first, then the highest non-empty band. */
+op_task_t *op_queue_take_ready(op_queue_t *queue);
+/* Puts back a task popped while the queue was being suspended. */
+void op_queue_stash(op_queue_t *queue, op_task_t *task);
 
 /* Number of slots the queue may hold at once, with the default resolved against its pool. */
 int op_queue_effective_width(op_queue_t *queue);

@@ -53,6 +53,19 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
         return NULL;
     }
     op_ready_queue_init(&queue->ready, 64);
+    op_fifo_init(&queue->stash, 4);
+    atomic_init(&queue->stashed, 0);
+    queue->tracking = false;
+    queue->release_context = NULL;
+    atomic_init(&queue->registry_head, NULL);
+    atomic_init(&queue->submitting, 0);
+    atomic_init(&queue->registry_pushes, 0);
+    atomic_init(&queue->barrier, NULL);
+    atomic_init(&queue->compact_requested, false);
+    atomic_init(&queue->releasing, 0);
+    pthread_mutex_init(&queue->registry_lock, NULL);
+    atomic_init(&queue->registry_kept, 0);
+    atomic_init(&queue->registry_pushes_at_compaction, 0);
     return queue;
 }
 
@@ -65,7 +78,9 @@ void op_queue_release(op_queue_t *queue) {
     if (!queue) return;
     /* acq_rel: the last release sees all other owners' writes before freeing. */
     if (atomic_fetch_sub_explicit(&queue->refs, 1, memory_order_acq_rel) == 1) {
+        op_registry_destroy(queue);
         op_ready_queue_deinit(&queue->ready);
+        op_fifo_destroy(&queue->stash);
         free(queue->label);
         free(queue);
     }
@@ -93,6 +108,7 @@ void op_queue_busy_sub(op_queue_t *queue, uint64_t count) {
      * idle_waiters then reads busy), and release of the tasks' effects to the waiter. */
     uint64_t before = atomic_fetch_sub_explicit(&queue->busy, count, memory_order_seq_cst);
     if (before != count) return;
+    if (queue->tracking) op_registry_compact_if_idle(queue); /* release finished contexts */
     if (atomic_load_explicit(&queue->idle_waiters, memory_order_seq_cst) != 0) {
         /* release: a waiter that sees the new epoch sees everything before it. */
         atomic_fetch_add_explicit(&queue->idle_epoch, 1, memory_order_release);
@@ -111,7 +127,7 @@ void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub) {
         if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) break;
         int32_t running = atomic_load_explicit(&queue->running, memory_order_relaxed);
         if (running >= op_queue_effective_width(queue)) break;
-        if (!op_ready_queue_maybe_nonempty(&queue->ready)) break;
+        if (!op_queue_has_ready(queue)) break;
         /* seq_cst: a claimed slot is part of the same Dekker pair. */
         if (atomic_compare_exchange_weak_explicit(&queue->running, &running, running + 1,
                                                   memory_order_seq_cst, memory_order_relaxed)) {
@@ -133,6 +149,29 @@ void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub) {
     for (int i = 0; i < claimed; i++) op_pool_push_token(pool, queue); /* last touch */
 }
 
+bool op_queue_has_ready(op_queue_t *queue) {
+    /* relaxed: a hint, like maybe_nonempty; the Dekker fences around its callers order it. */
+    return atomic_load_explicit(&queue->stashed, memory_order_relaxed) != 0 ||
+           op_ready_queue_maybe_nonempty(&queue->ready);
+}
+
+op_task_t *op_queue_take_ready(op_queue_t *queue) {
+    if (OP_UNLIKELY(atomic_load_explicit(&queue->stashed, memory_order_acquire) != 0)) {
+        op_task_t *task = op_fifo_pop(&queue->stash);
+        if (task) {
+            atomic_fetch_sub_explicit(&queue->stashed, 1, memory_order_relaxed);
+            return task;
+        }
+    }
+    return op_ready_queue_pop(&queue->ready);
+}
+
+void op_queue_stash(op_queue_t *queue, op_task_t *task) {
+    op_fifo_push(&queue->stash, task);
+    /* release: a worker that sees the count (acquire) finds the task in the stash. */
+    atomic_fetch_add_explicit(&queue->stashed, 1, memory_order_release);
+}
+
 bool op_queue_release_slot(op_queue_t *queue) {
     /* seq_cst: giving the slot back, then re-reading the bands, is our half of the Dekker pair
      * with producers (push, fence, read running). */
@@ -140,7 +179,7 @@ bool op_queue_release_slot(op_queue_t *queue) {
     atomic_thread_fence(memory_order_seq_cst);
     for (;;) {
         if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) return false;
-        if (!op_ready_queue_maybe_nonempty(&queue->ready)) return false;
+        if (!op_queue_has_ready(queue)) return false;
         int32_t running = atomic_load_explicit(&queue->running, memory_order_relaxed);
         if (running >= op_queue_effective_width(queue)) return false;
         if (atomic_compare_exchange_weak_explicit(&queue->running, &running, running + 1,
@@ -169,6 +208,7 @@ static int op_queue_submit_one(op_queue_t *queue, op_task_t *task) {
                                                     memory_order_acq_rel, memory_order_acquire));
     op_task_retain(task); /* the queue's reference, dropped when the task finished */
     op_queue_busy_add(queue, 1);
+    if (queue->tracking) op_registry_add(queue, task); /* may add a barrier dependency */
     /* acq_rel: drop the submission hold; reaching zero means no dependency is left. */
     uint64_t before = atomic_fetch_sub_explicit(&task->pending, OP_PENDING_HOLD,
                                                 memory_order_acq_rel);
@@ -226,6 +266,14 @@ int op_queue_submit_batch(op_queue_t *queue, op_task_t *const *tasks, size_t cou
 
 int op_queue_submit_f(op_queue_t *queue, op_task_fn fn, void *context) {
     if (!queue || !fn) return EINVAL;
+    if (queue->tracking) {
+        /* Registered, and perhaps behind a barrier: the general path. */
+        op_task_t *task = op_task_create(fn, context, NULL);
+        if (!task) return errno;
+        int rc = op_queue_submit(queue, task);
+        op_task_release(task);
+        return rc;
+    }
     /* Nobody else can see this task yet, so it starts out submitted and queued with plain
      * initialisation, and its one reference is the queue's: no read-modify-write until the
      * push below, which publishes it (release, in op_fifo_push). */
@@ -313,12 +361,17 @@ int op_queue_wait(op_queue_t *queue, int64_t timeout_ns) {
         now = op_now_ns();
     }
     for (;;) {
-        if (atomic_load_explicit(&queue->busy, memory_order_seq_cst) == 0) return 0;
+        if (atomic_load_explicit(&queue->busy, memory_order_seq_cst) == 0) {
+            /* Finished tasks' contexts are released before the wait returns. */
+            op_registry_compact_now(queue);
+            return 0;
+        }
         uint32_t epoch = atomic_load_explicit(&queue->idle_epoch, memory_order_acquire);
         /* seq_cst: register, then re-read busy (Dekker with op_queue_busy_sub). */
         atomic_fetch_add_explicit(&queue->idle_waiters, 1, memory_order_seq_cst);
         if (atomic_load_explicit(&queue->busy, memory_order_seq_cst) == 0) {
             atomic_fetch_sub_explicit(&queue->idle_waiters, 1, memory_order_relaxed);
+            op_registry_compact_now(queue);
             return 0;
         }
         int64_t left = -1;

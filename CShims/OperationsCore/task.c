@@ -81,6 +81,9 @@ void op_task_init(op_task_t *task, op_task_fn fn, void *context, const op_task_a
     atomic_init(&task->dependents, NULL);
     atomic_init(&task->own_edges, NULL);
     atomic_init(&task->holds, 0);
+    task->registry_next = NULL;
+    task->behind_barrier = NULL;
+    task->is_barrier = false;
     task->priority = (uint8_t)attr->priority;
     task->qos = (int8_t)attr->qos;
     task->nice_delta = (int8_t)lround((0.5 - attr->thread_priority) * 10.0);

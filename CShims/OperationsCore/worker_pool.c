@@ -175,20 +175,18 @@ static bool op_queue_shrink_slot(op_queue_t *queue) {
 }
 
 /* The queue ran dry: wait a little for its producer before giving the slot back, unless
- * another queue's token shows up meanwhile. */
-static op_task_t *op_worker_linger(op_pool *pool, op_queue_t *queue) {
+ * another queue's token shows up meanwhile. True when the queue has work again (the caller
+ * goes back to the top of its loop, which re-checks suspension before popping). */
+static bool op_worker_linger(op_pool *pool, op_queue_t *queue) {
     int64_t start = op_now_ns();
     int64_t now = start;
     do {
         op_spin_pause(now - start);
-        if (op_ready_queue_maybe_nonempty(&queue->ready)) {
-            op_task_t *task = op_ready_queue_pop(&queue->ready);
-            if (task) return task;
-        }
-        if (op_pool_has_tokens(pool)) return NULL;
+        if (op_queue_has_ready(queue)) return true;
+        if (op_pool_has_tokens(pool)) return false;
         now = op_now_ns();
     } while (now - start < OP_LINGER_NS);
-    return NULL;
+    return false;
 }
 
 static void op_worker_drain(op_worker *worker, op_queue_t *queue) {
@@ -212,11 +210,18 @@ static void op_worker_drain(op_worker *worker, op_queue_t *queue) {
             op_pool_push_token(target, queue);
             return;
         }
-        op_task_t *task = op_ready_queue_pop(&queue->ready);
-        if (!task && !op_pool_has_tokens(pool)) task = op_worker_linger(pool, queue);
+        op_task_t *task = op_queue_take_ready(queue);
         if (!task) {
+            if (!op_pool_has_tokens(pool) && op_worker_linger(pool, queue)) continue;
             if (op_queue_release_slot(queue)) continue;
             break;
+        }
+        /* acquire: if the task was submitted after the queue was suspended, taking it (acquire
+         * on its cell) made the suspension visible, so this check cannot miss it. A task taken
+         * in that window goes back to the front and the loop gives up the slot. */
+        if (OP_UNLIKELY(atomic_load_explicit(&queue->suspended, memory_order_acquire))) {
+            op_queue_stash(queue, task);
+            continue;
         }
         op_worker_refresh_class_nice(worker);
         op_run_result result = op_worker_execute(worker, queue, task);

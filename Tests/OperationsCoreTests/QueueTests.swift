@@ -220,6 +220,29 @@ struct QueueTests {
         #expect(op_queue_unfinished(queue) == 0)
     }
 
+    /// Regression: a worker still holding the queue's slot (it just ran a task and lingers for
+    /// more) must not start a task submitted after `op_queue_set_suspended(true)` returned.
+    @Test func aTaskSubmittedRightAfterSuspendingNeverStartsWhileSuspended() throws {
+        let counters = Counters()
+        let context = contextPointer(counters)
+        let queue = try makeQueue("suspend-race")
+        defer { op_queue_release(queue) }
+        let rounds = scaled(300, tsan: 100)
+        for round in 0..<rounds {
+            let before = counters.ran.load(ordering: .relaxed)
+            #expect(op_queue_submit_f(queue, countRun, context) == 0)  // keeps a worker on the queue
+            op_queue_set_suspended(queue, true)
+            #expect(op_queue_submit_f(queue, countRun, context) == 0)
+            sleepNs(200_000)
+            // The first task may have started before the suspension; the second must not start.
+            let ran = counters.ran.load(ordering: .relaxed)
+            #expect(ran <= before + 1, "round \(round): a task submitted after suspension started")
+            op_queue_set_suspended(queue, false)
+            try #require(op_queue_wait(queue, Limits.waitNs) == 0, "round \(round): the resumed queue did not drain")
+            #expect(counters.ran.load(ordering: .relaxed) == before + 2)
+        }
+    }
+
     @Test func suspendingLetsTheRunningBodyFinishButStartsNothingNew() throws {
         let gated = Gated()
         let context = contextPointer(gated)

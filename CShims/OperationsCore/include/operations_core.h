@@ -206,6 +206,28 @@ int op_queue_submit_batch(op_queue_t *queue, op_task_t *const *tasks, size_t cou
  *  dispatch_async_f). Returns 0 or ENOMEM. */
 int op_queue_submit_f(op_queue_t *queue, op_task_fn fn, void *context);
 
+/** Turns on tracking: the queue keeps its unfinished tasks in submission order so they can be
+ *  listed (op_queue_for_each) and cancelled together (op_queue_cancel_all), and barriers can be
+ *  added. It costs a few atomic operations per submit. `release_context` (may be NULL) is
+ *  called once per tracked task, with its context, some time after the task finished, once no
+ *  listing can reach it (when the queue goes idle, at a listing, or every so many submits):
+ *  the place to drop what keeps the context alive. Only before the first submit: returns 0,
+ *  EINVAL, or EBUSY when the queue already holds tasks. */
+int op_queue_set_tracking(op_queue_t *queue, op_task_fn release_context);
+
+/** Calls fn(task, arg) for each unfinished tracked task that is not a barrier, oldest first.
+ *  Task and context stay valid during the call. Listings of one queue run one at a time; fn
+ *  must not list, cancel all on, or add a barrier to the same queue. No-op without tracking. */
+void op_queue_for_each(op_queue_t *queue, void (*fn)(op_task_t *task, void *arg), void *arg);
+
+/** Cancels every unfinished tracked task, barriers included. No-op without tracking. */
+void op_queue_cancel_all(op_queue_t *queue);
+
+/** Submits a barrier: `task` starts only after every task submitted to the queue before it
+ *  finished, and every task submitted after it waits until it finished. Needs tracking.
+ *  O(unfinished tasks). Returns 0; EINVAL without tracking; EBUSY as op_queue_submit. */
+int op_queue_submit_barrier(op_queue_t *queue, op_task_t *task);
+
 /** Sets the width: OP_WIDTH_DEFAULT or >= 0. Raising it starts waiting tasks at once; lowering
  *  it stops no running task. Returns 0 or EINVAL. */
 int op_queue_set_width(op_queue_t *queue, int width);

@@ -1,0 +1,257 @@
+/*
+ * registry.c — what a tracking queue holds: its unfinished tasks in submission order, so they
+ * can be listed (OperationQueue.operations), cancelled all at once, and fenced by barriers.
+ *
+ * Submitting to a tracking queue pushes the task onto an intrusive lock-free stack (one
+ * compare-and-swap; push-only, so no ABA) and takes a registry reference on it. Finishing costs
+ * nothing extra: the FINISHED bit is the mark. Finished tasks are unlinked by compaction, which
+ * runs under `registry_lock` — never on the add → run → finish path: listings, barrier
+ * submissions, and a try-lock when the queue goes idle or every so many submits take it (a
+ * try-lock that fails leaves a request that the holder honours before unlocking), and
+ * op_queue_wait on a tracking queue compacts before returning.
+ * Compaction exchanges the whole stack for NULL, keeps the unfinished tasks and splices them
+ * back below whatever was pushed meanwhile, so stack order (newest first) stays submission
+ * order. A task's context is released (release_context) only by compaction, under the lock,
+ * and the releases themselves run after the lock is dropped (they may run user code, such as a
+ * deinit that lists the queue), so a listing never meets a context that is being freed.
+ *
+ * Barriers: submit_one reads queue->barrier (seq_cst) and, if an unfinished barrier is set,
+ * makes the new task depend on it and marks it `behind_barrier`, all while counted in
+ * `submitting`. A barrier is published first, then waits for `submitting` to drain, then makes
+ * itself depend on every unfinished tracked task that is not behind it. A task either saw the
+ * barrier (it waits for it) or finished registering before the barrier looked (the barrier
+ * waits for it), never both and never neither.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+
+#define OP_REGISTRY_MIN_COMPACT 256
+
+int op_queue_set_tracking(op_queue_t *queue, op_task_fn release_context) {
+    if (!queue) return EINVAL;
+    if (atomic_load_explicit(&queue->busy, memory_order_acquire) != 0) return EBUSY;
+    queue->release_context = release_context;
+    queue->tracking = true;
+    return 0;
+}
+
+/* Unlinks finished tasks and returns them, chained by registry_next, for
+ * op_registry_release_removed after the lock is dropped. Caller holds the registry lock. */
+static op_task_t *op_registry_compact_locked(op_queue_t *queue) {
+    /* acquire: we see every pushed task's fields (pairs with the release push). */
+    op_task_t *list = atomic_exchange_explicit(&queue->registry_head, NULL, memory_order_acquire);
+    op_task_t *keep_head = NULL, *keep_tail = NULL, *removed = NULL;
+    uint64_t kept = 0;
+    while (list) {
+        op_task_t *next = list->registry_next;
+        if (atomic_load_explicit(&list->state, memory_order_acquire) & OP_STATE_FINISHED) {
+            list->registry_next = removed;
+            removed = list;
+            /* relaxed: counted under the lock, read by op_registry_compact_now after it. */
+            atomic_fetch_add_explicit(&queue->releasing, 1, memory_order_relaxed);
+        } else {
+            list->registry_next = NULL;
+            if (keep_tail) keep_tail->registry_next = list; else keep_head = list;
+            keep_tail = list;
+            kept++;
+        }
+        list = next;
+    }
+    /* relaxed: a heuristic threshold; no data is published through these. */
+    atomic_store_explicit(&queue->registry_kept, kept, memory_order_relaxed);
+    atomic_store_explicit(&queue->registry_pushes_at_compaction,
+                          atomic_load_explicit(&queue->registry_pushes, memory_order_relaxed),
+                          memory_order_relaxed);
+    if (!keep_head) return removed;
+    /* Splice the survivors (older) below whatever was pushed meanwhile (newer). Pushers only
+     * ever replace the head, so the chain below a head we loaded is stable. */
+    op_task_t *head = atomic_load_explicit(&queue->registry_head, memory_order_acquire);
+    while (!head) {
+        if (atomic_compare_exchange_weak_explicit(&queue->registry_head, &head, keep_head,
+                                                  memory_order_release, memory_order_acquire)) {
+            return removed;
+        }
+    }
+    op_task_t *oldest = head;
+    while (oldest->registry_next) oldest = oldest->registry_next;
+    oldest->registry_next = keep_head;
+    return removed;
+}
+
+/* Releases what compaction removed: each context (release_context), then the registry's
+ * reference on the task. Called without the registry lock. */
+static void op_registry_release_removed(op_queue_t *queue, op_task_t *removed) {
+    op_task_fn release = queue->release_context;
+    while (removed) {
+        op_task_t *next = removed->registry_next;
+        if (release) release(removed->context);
+        op_task_release(removed);
+        /* release: a waiter that sees the count drop sees the context released. */
+        atomic_fetch_sub_explicit(&queue->releasing, 1, memory_order_release);
+        removed = next;
+    }
+}
+
+/* Drops the registry lock, first honouring compaction requests that arrived while it was
+ * held (a queue that went idle meanwhile could not take it), then releasing what was removed. */
+static void op_registry_unlock(op_queue_t *queue, op_task_t *removed) {
+    for (;;) {
+        /* acq_rel: pairs with the requester's seq_cst store; the tasks it saw finish are ours. */
+        if (atomic_exchange_explicit(&queue->compact_requested, false, memory_order_acq_rel)) {
+            op_task_t *more = op_registry_compact_locked(queue);
+            while (more) {
+                op_task_t *next = more->registry_next;
+                more->registry_next = removed;
+                removed = more;
+                more = next;
+            }
+        }
+        pthread_mutex_unlock(&queue->registry_lock);
+        op_registry_release_removed(queue, removed);
+        removed = NULL;
+        if (!atomic_load_explicit(&queue->compact_requested, memory_order_seq_cst)) return;
+        if (pthread_mutex_trylock(&queue->registry_lock) != 0) return; /* the holder will do it */
+    }
+}
+
+void op_registry_compact_if_idle(op_queue_t *queue) {
+    if (!queue->tracking) return;
+    /* seq_cst: either the holder sees the request before unlocking, or our try-lock succeeds. */
+    atomic_store_explicit(&queue->compact_requested, true, memory_order_seq_cst);
+    if (pthread_mutex_trylock(&queue->registry_lock) != 0) return;
+    op_registry_unlock(queue, NULL);
+}
+
+void op_registry_compact_now(op_queue_t *queue) {
+    if (!queue->tracking) return;
+    pthread_mutex_lock(&queue->registry_lock);
+    op_registry_unlock(queue, op_registry_compact_locked(queue));
+    /* Another thread may still be releasing what it removed before we took the lock. Each
+     * release is short; wait for them so every finished context is released on return. */
+    int64_t start = op_now_ns();
+    while (atomic_load_explicit(&queue->releasing, memory_order_acquire) != 0) {
+        op_spin_pause(op_now_ns() - start);
+    }
+}
+
+void op_registry_add(op_queue_t *queue, op_task_t *task) {
+    /* In `submitting` while we read the barrier and push (see the file comment). seq_cst: the
+     * Dekker pair with the barrier's publish-then-wait. */
+    atomic_fetch_add_explicit(&queue->submitting, 1, memory_order_seq_cst);
+    op_task_t *barrier = atomic_load_explicit(&queue->barrier, memory_order_seq_cst);
+    task->behind_barrier = NULL;
+    if (barrier && !(atomic_load_explicit(&barrier->state, memory_order_acquire) &
+                     OP_STATE_FINISHED)) {
+        task->behind_barrier = barrier;
+        op_task_add_dependency(task, barrier); /* before the submission hold is dropped */
+    }
+    op_task_retain(task); /* the registry's reference */
+    op_task_t *head = atomic_load_explicit(&queue->registry_head, memory_order_relaxed);
+    do {
+        task->registry_next = head;
+        /* release: compaction and listings (acquire) see the task's fields. */
+    } while (!atomic_compare_exchange_weak_explicit(&queue->registry_head, &head, task,
+                                                    memory_order_release, memory_order_relaxed));
+    /* release: the barrier that waits for `submitting` to drain sees our push. */
+    atomic_fetch_sub_explicit(&queue->submitting, 1, memory_order_release);
+
+    /* Amortised compaction, so a queue that never goes idle does not keep finished tasks. */
+    uint64_t pushes = atomic_fetch_add_explicit(&queue->registry_pushes, 1, memory_order_relaxed) + 1;
+    uint64_t threshold = 2 * atomic_load_explicit(&queue->registry_kept, memory_order_relaxed);
+    if (threshold < OP_REGISTRY_MIN_COMPACT) threshold = OP_REGISTRY_MIN_COMPACT;
+    uint64_t since = pushes - atomic_load_explicit(&queue->registry_pushes_at_compaction,
+                                                   memory_order_relaxed);
+    if (since >= threshold) op_registry_compact_if_idle(queue);
+}
+
+/* Unfinished tracked tasks, oldest first, into a malloc'd array; caller holds the lock and
+ * releases *removed after dropping it. */
+static op_task_t **op_registry_snapshot_locked(op_queue_t *queue, size_t *count,
+                                               op_task_t **removed) {
+    *removed = op_registry_compact_locked(queue);
+    size_t n = 0;
+    for (op_task_t *t = atomic_load_explicit(&queue->registry_head, memory_order_acquire); t;
+         t = t->registry_next) {
+        n++;
+    }
+    op_task_t **tasks = n ? malloc(n * sizeof *tasks) : NULL;
+    if (n && !tasks) op_fatal("operations: out of memory listing a queue");
+    size_t i = n;
+    for (op_task_t *t = atomic_load_explicit(&queue->registry_head, memory_order_acquire);
+         t && i > 0; t = t->registry_next) {
+        tasks[--i] = t; /* the stack is newest first */
+    }
+    *count = n;
+    return tasks;
+}
+
+void op_queue_for_each(op_queue_t *queue, void (*fn)(op_task_t *task, void *arg), void *arg) {
+    if (!queue || !fn || !queue->tracking) return;
+    pthread_mutex_lock(&queue->registry_lock);
+    size_t count = 0;
+    op_task_t *removed = NULL;
+    op_task_t **tasks = op_registry_snapshot_locked(queue, &count, &removed);
+    for (size_t i = 0; i < count; i++) {
+        uint32_t state = atomic_load_explicit(&tasks[i]->state, memory_order_acquire);
+        if (!(state & OP_STATE_FINISHED) && !tasks[i]->is_barrier) fn(tasks[i], arg);
+    }
+    free(tasks);
+    op_registry_unlock(queue, removed);
+}
+
+void op_queue_cancel_all(op_queue_t *queue) {
+    if (!queue || !queue->tracking) return;
+    pthread_mutex_lock(&queue->registry_lock);
+    size_t count = 0;
+    op_task_t *removed = NULL;
+    op_task_t **tasks = op_registry_snapshot_locked(queue, &count, &removed);
+    for (size_t i = 0; i < count; i++) op_task_retain(tasks[i]);
+    op_registry_unlock(queue, removed);
+    /* Outside the lock: cancelling can finish tasks, whose callbacks may list the queue. */
+    for (size_t i = 0; i < count; i++) {
+        op_task_cancel(tasks[i]);
+        op_task_release(tasks[i]);
+    }
+    free(tasks);
+}
+
+int op_queue_submit_barrier(op_queue_t *queue, op_task_t *task) {
+    if (!queue || !task || !queue->tracking) return EINVAL;
+    if (atomic_load_explicit(&task->queue, memory_order_relaxed) ||
+        (atomic_load_explicit(&task->state, memory_order_relaxed) & OP_STATE_FINISHED)) {
+        return EBUSY;
+    }
+    task->is_barrier = true;
+    pthread_mutex_lock(&queue->registry_lock);
+    /* Publish first, then wait for registrations in flight: each of them either saw this
+     * barrier (and waits for it) or is in the registry before we look. */
+    op_task_retain(task);
+    op_task_t *previous = atomic_exchange_explicit(&queue->barrier, task, memory_order_seq_cst);
+    while (atomic_load_explicit(&queue->submitting, memory_order_seq_cst) != 0) op_cpu_relax();
+    size_t count = 0;
+    op_task_t *removed = NULL;
+    op_task_t **tasks = op_registry_snapshot_locked(queue, &count, &removed);
+    for (size_t i = 0; i < count; i++) {
+        if (tasks[i]->behind_barrier != task) op_task_add_dependency(task, tasks[i]);
+    }
+    free(tasks);
+    op_registry_unlock(queue, removed);
+    if (previous) op_task_release(previous);
+    /* Submitted like any task; registry_add sees itself as the barrier and does not wait on
+     * itself (add_dependency refuses a self-dependency). */
+    return op_queue_submit(queue, task);
+}
+
+void op_registry_destroy(op_queue_t *queue) {
+    if (!queue->tracking) {
+        pthread_mutex_destroy(&queue->registry_lock);
+        return;
+    }
+    /* Every task finished (the queue is idle), and nobody else can reach the queue. */
+    op_registry_release_removed(queue, op_registry_compact_locked(queue));
+    op_task_t *barrier = atomic_exchange_explicit(&queue->barrier, NULL, memory_order_acquire);
+    if (barrier) op_task_release(barrier);
+    pthread_mutex_destroy(&queue->registry_lock);
+}

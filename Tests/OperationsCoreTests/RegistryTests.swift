@@ -1,0 +1,190 @@
+// RegistryTests.swift — tracking queues (registry.c): listing in submission order, release of
+// contexts once finished, cancel-all, and barriers (also under concurrent submitters).
+import Glibc
+import OperationsCore
+import Synchronization
+import Testing
+
+/// State shared by the registry tests' bodies (through the task context).
+private final class RegistryProbe: Sendable {
+    let ran = Atomic<Int>(0)
+    let released = Atomic<Int>(0)
+    /// Tasks submitted before the current barrier that have finished.
+    let beforeDone = Atomic<Int>(0)
+    /// What the barrier expects in beforeDone when it runs.
+    let beforeExpected = Atomic<Int>(0)
+    /// Set by the barrier body; read by tasks submitted after it.
+    let barrierRan = Atomic<Bool>(false)
+    let violations = Atomic<Int>(0)
+}
+
+/// A tracked task's context: the probe, and what kind of task it is.
+private final class RegistryItem {
+    enum Kind { case plain, before, after, barrier }
+    let probe: RegistryProbe
+    let kind: Kind
+    let index: Int
+    init(_ probe: RegistryProbe, _ kind: Kind, _ index: Int = 0) {
+        self.probe = probe
+        self.kind = kind
+        self.index = index
+    }
+}
+
+private let registryBody: TaskBody = { context in
+    let item = Unmanaged<RegistryItem>.fromOpaque(context!).takeUnretainedValue()
+    let probe = item.probe
+    switch item.kind {
+    case .plain: break
+    case .before: probe.beforeDone.add(1, ordering: .acquiringAndReleasing)
+    case .after:
+        if !probe.barrierRan.load(ordering: .acquiring) { probe.violations.add(1, ordering: .relaxed) }
+    case .barrier:
+        if probe.beforeDone.load(ordering: .acquiring) != probe.beforeExpected.load(ordering: .acquiring) {
+            probe.violations.add(1, ordering: .relaxed)
+        }
+        probe.barrierRan.store(true, ordering: .releasing)
+    }
+    probe.ran.add(1, ordering: .relaxed)
+}
+
+/// release_context: the registry hands back the context it kept alive.
+private let releaseItem: TaskBody = { context in
+    let item = Unmanaged<RegistryItem>.fromOpaque(context!).takeRetainedValue()
+    item.probe.released.add(1, ordering: .relaxed)
+}
+
+private func submitTracked(_ queue: OpaquePointer, _ item: RegistryItem, barrier: Bool = false,
+                           sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let task = try makeTask(registryBody, Unmanaged.passRetained(item).toOpaque(), sourceLocation: sourceLocation)
+    let rc = barrier ? op_queue_submit_barrier(queue, task) : op_queue_submit(queue, task)
+    #expect(rc == 0, "submit returned \(errnoName(rc))", sourceLocation: sourceLocation)
+    op_task_release(task)
+}
+
+private func makeTrackedQueue(_ label: String, width: Int32 = OP_WIDTH_DEFAULT) throws -> OpaquePointer {
+    let queue = try makeQueue(label, width: width)
+    #expect(op_queue_set_tracking(queue, releaseItem) == 0)
+    return queue
+}
+
+/// The indices of the listed tasks, in listing order.
+private func listedIndices(_ queue: OpaquePointer) -> [Int] {
+    final class Box { var indices: [Int] = [] }
+    let box = Box()
+    withExtendedLifetime(box) {
+        op_queue_for_each(queue, { task, arg in
+            let box = Unmanaged<Box>.fromOpaque(arg!).takeUnretainedValue()
+            let item = Unmanaged<RegistryItem>.fromOpaque(op_task_context(task)!).takeUnretainedValue()
+            box.indices.append(item.index)
+        }, Unmanaged.passUnretained(box).toOpaque())
+    }
+    return box.indices
+}
+
+@Suite(.sharesProcess)
+struct RegistryTests {
+    @Test func trackingIsRefusedOnceTasksWereSubmitted() throws {
+        let queue = try makeQueue("late-tracking")
+        defer { op_queue_release(queue) }
+        op_queue_set_suspended(queue, true)
+        #expect(op_queue_submit_f(queue, emptyBody, nil) == 0)
+        #expect(op_queue_set_tracking(queue, nil) == EBUSY)
+        #expect(op_queue_set_tracking(nil, nil) == EINVAL)
+        op_queue_set_suspended(queue, false)
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+    }
+
+    @Test func listingShowsUnfinishedTasksOldestFirstAndReleasesEachContextOnce() throws {
+        let probe = RegistryProbe()
+        let queue = try makeTrackedQueue("listing")
+        defer { op_queue_release(queue) }
+        op_queue_set_suspended(queue, true)
+        let count = 300 // past the compaction threshold, so compaction runs while tasks wait
+        for index in 0..<count { try submitTracked(queue, RegistryItem(probe, .plain, index)) }
+        #expect(listedIndices(queue) == Array(0..<count), "listing is not in submission order")
+        #expect(probe.released.load(ordering: .relaxed) == 0, "a context was released before its task finished")
+        op_queue_set_suspended(queue, false)
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0, "the queue did not drain")
+        #expect(probe.ran.load(ordering: .relaxed) == count)
+        // The queue compacts when it goes idle, before waiters are woken.
+        #expect(probe.released.load(ordering: .relaxed) == count, "every context is released once the queue is idle")
+        #expect(listedIndices(queue).isEmpty)
+    }
+
+    @Test func cancelAllRetiresEveryWaitingTaskWithoutRunningIt() throws {
+        let probe = RegistryProbe()
+        let queue = try makeTrackedQueue("cancel-all", width: 1)
+        defer { op_queue_release(queue) }
+        op_queue_set_suspended(queue, true)
+        for index in 0..<100 { try submitTracked(queue, RegistryItem(probe, .plain, index)) }
+        op_queue_cancel_all(queue)
+        op_queue_set_suspended(queue, false)
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0, "the cancelled tasks were not retired")
+        #expect(probe.ran.load(ordering: .relaxed) == 0, "a cancelled task ran")
+        #expect(probe.released.load(ordering: .relaxed) == 100)
+    }
+
+    @Test func aBarrierWaitsForEarlierTasksAndHoldsBackLaterOnes() throws {
+        let probe = RegistryProbe()
+        let queue = try makeTrackedQueue("barrier")
+        defer { op_queue_release(queue) }
+        let before = 500, after = 500
+        probe.beforeExpected.store(before, ordering: .releasing)
+        for index in 0..<before { try submitTracked(queue, RegistryItem(probe, .before, index)) }
+        try submitTracked(queue, RegistryItem(probe, .barrier), barrier: true)
+        for index in 0..<after { try submitTracked(queue, RegistryItem(probe, .after, index)) }
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0, "the queue did not drain")
+        #expect(probe.violations.load(ordering: .relaxed) == 0, "a task crossed the barrier")
+        #expect(probe.ran.load(ordering: .relaxed) == before + after + 1)
+        #expect(listedIndices(queue).isEmpty)
+    }
+
+    @Test func aCancelledBarrierNeverRunsAndLaterTasksStillRun() throws {
+        let probe = RegistryProbe()
+        let queue = try makeTrackedQueue("cancelled-barrier")
+        defer { op_queue_release(queue) }
+        op_queue_set_suspended(queue, true)
+        try submitTracked(queue, RegistryItem(probe, .plain))
+        try submitTracked(queue, RegistryItem(probe, .barrier), barrier: true)
+        op_queue_cancel_all(queue)
+        for index in 0..<10 { try submitTracked(queue, RegistryItem(probe, .plain, index)) }
+        op_queue_set_suspended(queue, false)
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0, "the queue did not drain")
+        let barrierRan = probe.barrierRan.load(ordering: .acquiring)
+        #expect(!barrierRan, "the cancelled barrier's body ran")
+        #expect(probe.ran.load(ordering: .relaxed) == 10, "only the tasks added after cancel-all run")
+    }
+
+    /// Two threads submit while barriers are added: every task is on one side of each barrier.
+    @Test func barriersHoldUnderConcurrentSubmitters() throws {
+        let seed = testSeed()
+        var generator = SeededGenerator(seed: seed)
+        let rounds = scaled(40, tsan: 10)
+        for round in 0..<rounds {
+            let probe = RegistryProbe()
+            let queue = try makeTrackedQueue("barrier-stress")
+            defer { op_queue_release(queue) }
+            let perThread = Int.random(in: 50...300, using: &generator)
+            // Thread 0 submits `.plain` tasks while thread 1 submits its `.before` tasks, the
+            // barrier, then its `.after` tasks: every task must fall on one side of it.
+            probe.beforeExpected.store(perThread, ordering: .releasing)
+            let shared = SendablePointer(queue)
+            let finished = runThreads(2) { index in
+                if index == 0 {
+                    for item in 0..<perThread { try? submitTracked(shared.raw, RegistryItem(probe, .plain, item)) }
+                } else {
+                    for item in 0..<perThread { try? submitTracked(shared.raw, RegistryItem(probe, .before, item)) }
+                    try? submitTracked(shared.raw, RegistryItem(probe, .barrier), barrier: true)
+                    for item in 0..<perThread { try? submitTracked(shared.raw, RegistryItem(probe, .after, item)) }
+                }
+            }
+            #expect(finished, "seed \(seed) round \(round): the submitting threads did not finish")
+            #expect(op_queue_wait(queue, Limits.waitNs) == 0, "seed \(seed) round \(round): the queue did not drain")
+            #expect(probe.violations.load(ordering: .relaxed) == 0,
+                    "seed \(seed) round \(round): a task crossed the barrier (replay with OPERATIONS_TEST_SEED=\(seed))")
+            #expect(probe.ran.load(ordering: .relaxed) == 3 * perThread + 1, "seed \(seed) round \(round)")
+            #expect(probe.released.load(ordering: .relaxed) == 3 * perThread + 1, "seed \(seed) round \(round)")
+        }
+    }
+}
