@@ -289,6 +289,9 @@ int op_queue_submit_f(op_queue_t *queue, op_task_fn fn, void *context) {
     atomic_init(&task->dependents, NULL);
     atomic_init(&task->own_edges, NULL);
     atomic_init(&task->holds, 0);
+    task->registry_next = NULL;
+    task->behind_barrier = NULL;
+    task->is_barrier = false;
     task->priority = OP_PRIORITY_NORMAL;
     task->qos = OP_QOS_INHERIT;
     task->nice_delta = 0;

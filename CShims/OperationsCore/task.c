@@ -357,6 +357,12 @@ void op_task_set_context(op_task_t *task, void *context) {
 
 op_task_t *op_task_current(void) { return op_tls_task; }
 
+op_task_t *op_task_swap_current(op_task_t *task) {
+    op_task_t *previous = op_tls_task;
+    op_tls_task = task;
+    return previous;
+}
+
 int op_task_complete(op_task_t *task) {
     if (!task) return EINVAL;
     uint32_t state = atomic_load_explicit(&task->state, memory_order_acquire);

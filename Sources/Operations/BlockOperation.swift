@@ -1,6 +1,7 @@
 // BlockOperation.swift — an operation that runs closures, possibly concurrently, and finishes
 // when all of them returned.
 import Dispatch
+import OperationsCore
 
 /// Runs one or more closures; they may run concurrently, and the operation finishes when every
 /// one has returned.
@@ -31,12 +32,21 @@ open class BlockOperation: Operation, @unchecked Sendable {
     }
 
     /// Runs the closures: one inline, several concurrently, returning when all returned.
+    /// Every closure runs at the operation's QoS and thread priority, on whichever thread.
     open override func main() {
         let blocks = executionBlocks
         switch blocks.count {
         case 0: return
         case 1: blocks[0]()
-        default: DispatchQueue.concurrentPerform(iterations: blocks.count) { blocks[$0]() }
+        default:
+            let qos = effectiveCoreQoS
+            let threadPriority = self.threadPriority
+            DispatchQueue.concurrentPerform(iterations: blocks.count) { index in
+                // A no-op (no system call) on the thread that already runs at that nice.
+                let previous = op_thread_priority_apply(qos, threadPriority)
+                blocks[index]()
+                op_thread_priority_restore(previous)
+            }
         }
     }
 }

@@ -11,8 +11,14 @@ extension Operation {
         if operation === self {
             operationMisuse("addDependency(_:) called on \(self) with itself; an operation cannot wait for itself")
         }
+        // A dependency added twice counts once (as Foundation: the second add is ignored).
+        let added = StripedLock.shared.withLock(for: self) { () -> Bool in
+            if lockedDependencies.contains(where: { $0 === operation }) { return false }
+            lockedDependencies.append(operation)
+            return true
+        }
+        guard added else { return }
         willChangeValue(forKey: "dependencies")
-        StripedLock.shared.withLock(for: self) { lockedDependencies.append(operation) }
         _ = op_task_add_dependency(task, operation.task) // EALREADY: already ready (D3)
         didChangeValue(forKey: "dependencies")
     }

@@ -172,7 +172,10 @@ open class Operation: @unchecked Sendable {
         if threadPriority != 0.5 {
             previousNice = op_thread_priority_apply(effectiveCoreQoS, threadPriority)
         }
+        // By hand (not on a worker), make waits on this operation from its own work fail loudly.
+        let previousTask = op_task_swap_current(task)
         main()
+        op_task_swap_current(previousTask)
         op_thread_priority_restore(previousNice)
         markFinished()
     }
@@ -200,7 +203,11 @@ open class Operation: @unchecked Sendable {
         if op_task_current() == task {
             operationMisuse("waitUntilFinished() called on \(self) from inside its own work; it would wait forever")
         }
+        // The core reference keeps the task alive across the wait in a way ThreadSanitizer
+        // sees (it does not see Swift's reference counts as synchronising).
+        op_task_retain(task)
         _ = op_task_wait(task, Int64(OP_WAIT_FOREVER))
+        op_task_release(task)
     }
 
     // MARK: - KVO compatibility (the work is in Operation+Observation.swift)
@@ -230,16 +237,24 @@ open class Operation: @unchecked Sendable {
         let wasExecuting = state.load(ordering: .acquiring) & State.executing != 0
         if wasExecuting { willChangeValue(forKey: "isExecuting") }
         willChangeValue(forKey: "isFinished")
-        state.bitwiseOr(State.finished, ordering: .releasing)
-        state.bitwiseAnd(~State.executing, ordering: .releasing)
+        // One step, so no reader sees finished and executing together.
+        var current = state.load(ordering: .relaxed)
+        while true {
+            let desired = (current | State.finished) & ~State.executing
+            let (exchanged, original) = state.compareExchange(
+                expected: current, desired: desired, ordering: .acquiringAndReleasing)
+            if exchanged { break }
+            current = original
+        }
         if wasExecuting { didChangeValue(forKey: "isExecuting") }
         didChangeValue(forKey: "isFinished")
         completeOnce()
     }
 
     /// Runs once per operation when it is finished: the completion block, then the core task
-    /// (which releases dependents and waiters, and the queue's slot), then the queue's
-    /// reference. Nothing touches `self` after that reference is released.
+    /// (which releases dependents and waiters, and the queue's slot). The queue's reference is
+    /// dropped later by the queue's registry (`releaseQueuedOperation`), once no listing of
+    /// `operations` can reach the operation any more.
     func completeOnce() {
         let old = state.bitwiseOr(State.completed, ordering: .acquiringAndReleasing).oldValue
         if old & State.completed != 0 { return }
@@ -252,13 +267,13 @@ open class Operation: @unchecked Sendable {
             block?()
         }
         op_task_complete(task)
-        if old & State.enqueued != 0 {
-            Unmanaged.passUnretained(self).release() // the queue's reference, taken in addOperation
-        }
     }
 
     /// Called by the core task's body on a worker: the queue starts the operation.
     func runFromQueue() {
+        // cancelAllOperations cancels barriers in the core; an operation cancelled there (it
+        // raced with being listed) takes the cancellation over here.
+        if !isCancelled && op_task_is_cancelled(task) { cancel() }
         if !isCancelled && !isReady {
             // O12: a custom isReady said no. Park the task with a hold until an "isReady"
             // change makes it ready; re-check after taking the hold so no change is missed.
@@ -285,15 +300,16 @@ open class Operation: @unchecked Sendable {
     /// Claims the operation for a queue; traps for an operation that cannot be added.
     func claimForQueue(_ queue: OperationQueue) {
         let old = state.bitwiseOr(State.enqueued, ordering: .acquiringAndReleasing).oldValue
+        if old & State.finished != 0 {
+            operationMisuse("\(self) added to \(queue), but it is already finished")
+        }
         if old & State.enqueued != 0 {
             operationMisuse("\(self) added to \(queue), but it is already in an OperationQueue")
         }
-        if old & (State.finished | State.started | State.executing) != 0 {
-            state.bitwiseAnd(~State.enqueued, ordering: .releasing)
-            let what = old & State.finished != 0 ? "finished" : "executing"
-            operationMisuse("\(self) added to \(queue), but it is already \(what)")
+        if old & (State.started | State.executing) != 0 {
+            operationMisuse("\(self) added to \(queue), but it is already executing")
         }
-        _ = Unmanaged.passUnretained(self).retain() // released in completeOnce
+        _ = Unmanaged.passUnretained(self).retain() // released by releaseQueuedOperation
     }
 }
 

@@ -1,9 +1,10 @@
 // OperationQueue.swift — a queue of operations on the core: width, suspension, QoS, priorities,
-// waits, and `current`. The add → run → finish path takes no Swift lock: adding claims the
-// operation with one atomic operation and submits its core task.
+// the list of operations, cancel-all, barriers, waits, and `current`.
 import OperationsCore
 
 /// Runs operations on the runtime's workers, in priority order among those that are ready.
+/// The add → run → finish path takes no lock: adding claims the operation atomically, registers
+/// it (one compare-and-swap) and submits its core task.
 open class OperationQueue: @unchecked Sendable {
     /// What a new queue reports as `maxConcurrentOperationCount`: the runtime chooses (one
     /// operation per worker of the queue's QoS class, i.e. per CPU).
@@ -20,6 +21,8 @@ open class OperationQueue: @unchecked Sendable {
         self.core = core
         // While the queue holds unfinished operations, the core keeps this object alive (Q11).
         op_queue_set_context(core, Unmanaged.passUnretained(self).toOpaque(), queueContextRetain, queueContextRelease)
+        // The registry lists operations and drops the queue's reference on each once finished.
+        op_queue_set_tracking(core, releaseQueuedOperation)
     }
 
     deinit {
@@ -86,9 +89,41 @@ open class OperationQueue: @unchecked Sendable {
         set { op_queue_set_qos(core, newValue.coreClass) }
     }
 
-    /// Unfinished operations (and barrier blocks), a snapshot that may lag by a few while the
-    /// queue drains.
-    open var operationCount: Int { Int(op_queue_unfinished(core)) }
+    /// The operations added and not yet finished, in the order they were added (barrier blocks
+    /// are not listed). A snapshot.
+    open var operations: [Operation] {
+        final class Collector { var operations: [Operation] = [] }
+        let collector = Collector()
+        withExtendedLifetime(collector) {
+            op_queue_for_each(core, { task, argument in
+                guard let task, let argument, let context = op_task_context(task) else { return }
+                let collector = Unmanaged<Collector>.fromOpaque(argument).takeUnretainedValue()
+                // The registry keeps the operation alive while it can be listed.
+                collector.operations.append(Unmanaged<Operation>.fromOpaque(context).takeUnretainedValue())
+            }, Unmanaged.passUnretained(collector).toOpaque())
+        }
+        return collector.operations.filter { !$0.isFinished }
+    }
+
+    /// How many operations `operations` would list now. A snapshot.
+    open var operationCount: Int { operations.count }
+
+    /// Cancels every operation in the queue (calling each one's `cancel()`), and barrier blocks
+    /// that have not run (their closures then never run). Finished ones are not affected.
+    open func cancelAllOperations() {
+        for operation in operations { operation.cancel() }
+        op_queue_cancel_all(core) // barriers, and anything added since the listing
+    }
+
+    /// Runs `barrier` after every operation added before it finished, and holds back every
+    /// operation added after it until it has run.
+    open func addBarrierBlock(_ barrier: @escaping @Sendable () -> Void) {
+        let operation = BlockOperation(block: barrier)
+        operation.name = "barrier"
+        operation.claimForQueue(self)
+        let rc = op_queue_submit_barrier(core, operation.task)
+        if rc != 0 { operationMisuse("addBarrierBlock(_:) on \(self) failed (core error \(rc))") }
+    }
 
     /// Blocks until the queue holds no unfinished operation; operations added meanwhile extend
     /// the wait. Calling it from one of the queue's own operations traps.
@@ -104,6 +139,12 @@ open class OperationQueue: @unchecked Sendable {
         guard let queue = op_queue_current(), let context = op_queue_context(queue) else { return nil }
         return Unmanaged<OperationQueue>.fromOpaque(context).takeUnretainedValue()
     }
+}
+
+/// The registry's release of a finished operation: the queue's reference from addOperation.
+private let releaseQueuedOperation: @convention(c) (UnsafeMutableRawPointer?) -> Void = { context in
+    guard let context else { return }
+    Unmanaged<Operation>.fromOpaque(context).release()
 }
 
 private let queueContextRetain: @convention(c) (UnsafeMutableRawPointer?) -> Void = { context in

@@ -180,6 +180,10 @@ int op_task_wait(op_task_t *task, int64_t timeout_ns);
 
 /** The task whose body runs on the calling thread, or NULL. Not retained. */
 op_task_t *op_task_current(void);
+/** Makes op_task_current() report `task` on the calling thread and returns what it reported
+ *  before (restore it afterwards). For bindings that run a task's work by hand, so that waits
+ *  on the task from inside its own work fail with EDEADLK instead of hanging. */
+op_task_t *op_task_swap_current(op_task_t *task);
 
 /* ---------------------------------------------------------------------------------------------
  * Queues
