@@ -48,6 +48,11 @@ let package = Package(
             dependencies: ["OperationsCore"],
             path: "Tests/OperationsCoreTests"
         ),
+        .testTarget(
+            name: "OperationsTests",
+            dependencies: ["Operations", "OperationsCore"],
+            path: "Tests/OperationsTests"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -93,6 +93,7 @@ enum {
     OP_STATE_WAITERS = 1u << 5, /* someone sleeps on the state word */
     OP_STATE_BODY_DONE = 1u << 6, /* the body returned (manual-completion tasks) */
     OP_STATE_IN_BATCH = 1u << 7,  /* seen by op_queue_submit_batch's duplicate check */
+    OP_STATE_DEFER = 1u << 8,     /* the body asked to go back to waiting (op_task_defer) */
 };
 
 /* The dependency count holds this extra unit until the task is submitted, so a task can only
@@ -111,6 +112,7 @@ struct op_task {
     op_queue_t *_Atomic queue;       /* set once by submit */
     op_edge *_Atomic dependents;     /* edges of tasks waiting for this one; CLOSED when done */
     op_edge *_Atomic own_edges;      /* edges this task owns (one per dependency it was given) */
+    _Atomic uint32_t holds;          /* units of `pending` that are holds, not dependencies */
     op_task_t *registry_next;        /* registry.c: the tracking queue's stack */
     op_task_t *behind_barrier;       /* registry.c: the barrier this task waits for, if any */
     bool is_barrier;
@@ -129,6 +131,8 @@ void op_task_init(op_task_t *task, op_task_fn fn, void *context, const op_task_a
 /* Marks the task finished, runs on_finish, releases dependents, wakes waiters. Returns false
  * when it was already finished. Queue accounting is the caller's. */
 bool op_task_finish(op_task_t *task);
+/* After a body that called op_task_defer returned: back to waiting (worker side). */
+void op_task_settle_deferred(op_task_t *task);
 /* Called when the dependency count reaches zero or the task is cancelled after submission:
  * pushes it into its queue once. */
 void op_task_make_ready(op_task_t *task);
@@ -149,6 +153,9 @@ struct op_queue {
     _Atomic uint32_t idle_epoch; /* futex word for op_queue_wait */
     _Atomic uint32_t idle_waiters;
     int32_t default_width;       /* workers per class: what OP_WIDTH_DEFAULT means */
+    void *context;               /* op_queue_set_context */
+    op_task_fn context_retain;
+    op_task_fn context_release;
     char *label;
     op_ready_queue_t ready;
     /* Tasks a worker popped just as the queue was suspended: they were at the head, so they run

@@ -294,3 +294,14 @@ void op_runtime_set_clamp_warning(bool enabled) {
     op_nice_init();
     atomic_store_explicit(&op_clamp_warning, enabled, memory_order_relaxed);
 }
+
+int op_thread_priority_apply(op_qos_t qos, double thread_priority) {
+    int current = op_current_thread_nice();
+    int target = op_nice_clamp_task(op_runtime_nice_for(qos, thread_priority), current);
+    if (target == current || op_nice_set_current_thread(target) != 0) return OP_NICE_UNCHANGED;
+    return current;
+}
+
+void op_thread_priority_restore(int previous) {
+    if (previous != OP_NICE_UNCHANGED) op_nice_set_current_thread(previous);
+}

@@ -43,6 +43,9 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     atomic_init(&queue->idle_epoch, 0);
     atomic_init(&queue->idle_waiters, 0);
     queue->default_width = op_topology_get()->cpu_count;
+    queue->context = NULL;
+    queue->context_retain = NULL;
+    queue->context_release = NULL;
     queue->label = label ? strdup(label) : NULL;
     if (label && !queue->label) {
         free(queue);
@@ -93,7 +96,10 @@ int op_queue_effective_width(op_queue_t *queue) {
 void op_queue_busy_add(op_queue_t *queue, uint64_t count) {
     /* seq_cst: ordered before the waiter's registration check in op_queue_wait. */
     uint64_t before = atomic_fetch_add_explicit(&queue->busy, count, memory_order_seq_cst);
-    if (before == 0) op_queue_retain(queue);
+    if (before == 0) {
+        op_queue_retain(queue);
+        if (queue->context_retain) queue->context_retain(queue->context);
+    }
 }
 
 void op_queue_busy_sub(op_queue_t *queue, uint64_t count) {
@@ -108,6 +114,7 @@ void op_queue_busy_sub(op_queue_t *queue, uint64_t count) {
         atomic_fetch_add_explicit(&queue->idle_epoch, 1, memory_order_release);
         op_futex_wake(&queue->idle_epoch, INT32_MAX);
     }
+    if (queue->context_release) queue->context_release(queue->context);
     op_queue_release(queue); /* the busy reference; may free the queue */
 }
 
@@ -281,6 +288,10 @@ int op_queue_submit_f(op_queue_t *queue, op_task_fn fn, void *context) {
     atomic_init(&task->queue, queue);
     atomic_init(&task->dependents, NULL);
     atomic_init(&task->own_edges, NULL);
+    atomic_init(&task->holds, 0);
+    task->registry_next = NULL;
+    task->behind_barrier = NULL;
+    task->is_barrier = false;
     task->priority = OP_PRIORITY_NORMAL;
     task->qos = OP_QOS_INHERIT;
     task->nice_delta = 0;
@@ -332,6 +343,15 @@ size_t op_queue_unfinished(const op_queue_t *queue) {
 }
 
 op_queue_t *op_queue_current(void) { return op_tls_queue; }
+
+void op_queue_set_context(op_queue_t *queue, void *context, op_task_fn retain, op_task_fn release) {
+    if (!queue) return;
+    queue->context = context;
+    queue->context_retain = retain;
+    queue->context_release = release;
+}
+
+void *op_queue_context(const op_queue_t *queue) { return queue ? queue->context : NULL; }
 
 int op_queue_wait(op_queue_t *queue, int64_t timeout_ns) {
     if (!queue) return EINVAL;

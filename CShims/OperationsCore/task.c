@@ -80,6 +80,7 @@ void op_task_init(op_task_t *task, op_task_fn fn, void *context, const op_task_a
     atomic_init(&task->queue, NULL);
     atomic_init(&task->dependents, NULL);
     atomic_init(&task->own_edges, NULL);
+    atomic_init(&task->holds, 0);
     task->registry_next = NULL;
     task->behind_barrier = NULL;
     task->is_barrier = false;
@@ -151,21 +152,30 @@ static void op_task_count_down(op_task_t *task, uint64_t amount, bool dispatch) 
     if (before == amount) op_task_ready_now(task, dispatch);
 }
 
+int op_task_set_priority(op_task_t *task, op_priority_t priority) {
+    if (!task || (unsigned)priority >= OP_PRIORITY_COUNT) return EINVAL;
+    /* relaxed: read by the thread that pushes the task, after the acq_rel that made it ready. */
+    atomic_store_explicit((_Atomic uint8_t *)&task->priority, (uint8_t)priority, memory_order_relaxed);
+    return 0;
+}
+
+int op_task_set_qos(op_task_t *task, int qos) {
+    if (!task || qos < OP_QOS_INHERIT || qos >= OP_QOS_COUNT) return EINVAL;
+    atomic_store_explicit((_Atomic int8_t *)&task->qos, (int8_t)qos, memory_order_relaxed);
+    return 0;
+}
+
+static int op_task_count_up(op_task_t *task);
+
 int op_task_add_dependency(op_task_t *task, op_task_t *dependency) {
     if (!task || !dependency || task == dependency) return EINVAL;
     /* acquire: if the dependency finished, its effects are visible to our caller. */
     if (atomic_load_explicit(&dependency->state, memory_order_acquire) & OP_STATE_FINISHED) {
         return 0;
     }
-    uint32_t state = atomic_load_explicit(&task->state, memory_order_acquire);
-    if (state & (OP_STATE_QUEUED | OP_STATE_RUNNING | OP_STATE_FINISHED)) return EALREADY;
-    /* Count the dependency first, but only while the task is not ready (pending > 0). relaxed:
-     * the count itself carries no data; readiness is decided by the acq_rel decrements. */
-    uint64_t pending = atomic_load_explicit(&task->pending, memory_order_relaxed);
-    do {
-        if (pending == 0) return EALREADY;
-    } while (!atomic_compare_exchange_weak_explicit(&task->pending, &pending, pending + 1,
-                                                    memory_order_relaxed, memory_order_relaxed));
+    /* Count the dependency first, but only while the task is not ready (pending > 0). */
+    int rc = op_task_count_up(task);
+    if (rc != 0) return rc;
     _Static_assert(sizeof(op_edge) <= sizeof(op_task_t), "edges share the task cache's blocks");
     op_edge *edge = (op_edge *)op_task_cache_alloc();
     if (!edge) {
@@ -202,6 +212,56 @@ int op_task_add_dependency(op_task_t *task, op_task_t *dependency) {
     }
 }
 
+/* Adds one unit to the dependency count while the task is not ready. relaxed: the count
+ * carries no data; readiness is decided by the acq_rel decrements. */
+static int op_task_count_up(op_task_t *task) {
+    uint32_t state = atomic_load_explicit(&task->state, memory_order_acquire);
+    if (state & (OP_STATE_QUEUED | OP_STATE_RUNNING | OP_STATE_FINISHED)) return EALREADY;
+    uint64_t pending = atomic_load_explicit(&task->pending, memory_order_relaxed);
+    do {
+        if (pending == 0) return EALREADY;
+    } while (!atomic_compare_exchange_weak_explicit(&task->pending, &pending, pending + 1,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    return 0;
+}
+
+int op_task_hold(op_task_t *task) {
+    if (!task) return EINVAL;
+    /* relaxed: `holds` only adjusts the dependency count reported to callers. */
+    atomic_fetch_add_explicit(&task->holds, 1, memory_order_relaxed);
+    int rc = op_task_count_up(task);
+    if (rc != 0) atomic_fetch_sub_explicit(&task->holds, 1, memory_order_relaxed);
+    return rc;
+}
+
+void op_task_unhold(op_task_t *task) {
+    if (!task) return;
+    atomic_fetch_sub_explicit(&task->holds, 1, memory_order_relaxed);
+    op_task_count_down(task, 1, true);
+}
+
+int op_task_defer(op_task_t *task) {
+    if (!task || task != op_tls_task) return EINVAL;
+    /* Two units: the hold the caller will drop with op_task_unhold, and one the worker drops
+     * once the task is back to waiting (so an early unhold cannot make it ready while its
+     * body still runs). relaxed: the worker reads both on this same thread. */
+    atomic_fetch_add_explicit(&task->holds, 2, memory_order_relaxed);
+    atomic_fetch_add_explicit(&task->pending, 2, memory_order_relaxed);
+    atomic_fetch_or_explicit(&task->state, OP_STATE_DEFER, memory_order_relaxed);
+    return 0;
+}
+
+void op_task_settle_deferred(op_task_t *task) {
+    /* acq_rel: clearing QUEUED lets exactly one later ready_now push the task again. */
+    uint32_t old = atomic_fetch_and_explicit(
+        &task->state, ~(uint32_t)(OP_STATE_DEFER | OP_STATE_RUNNING | OP_STATE_QUEUED |
+                                  OP_STATE_BODY_DONE),
+        memory_order_acq_rel);
+    if (old & OP_STATE_CANCELLED) op_task_ready_now(task, true); /* cancelled: ready at once */
+    atomic_fetch_sub_explicit(&task->holds, 1, memory_order_relaxed);
+    op_task_count_down(task, 1, true); /* the worker's unit */
+}
+
 int op_task_remove_dependency(op_task_t *task, op_task_t *dependency) {
     if (!task || !dependency) return ENOENT;
     /* acquire: pairs with the release push in add_dependency. Edges live as long as `task`,
@@ -222,8 +282,11 @@ int op_task_remove_dependency(op_task_t *task, op_task_t *dependency) {
 }
 
 uint32_t op_task_unfinished_dependencies(const op_task_t *task) {
-    uint64_t pending = atomic_load_explicit(&((op_task_t *)task)->pending, memory_order_acquire);
-    return (uint32_t)(pending & (OP_PENDING_HOLD - 1));
+    op_task_t *t = (op_task_t *)task;
+    uint64_t pending = atomic_load_explicit(&t->pending, memory_order_acquire);
+    uint32_t holds = atomic_load_explicit(&t->holds, memory_order_relaxed);
+    uint32_t count = (uint32_t)(pending & (OP_PENDING_HOLD - 1));
+    return count > holds ? count - holds : 0; /* a snapshot: the two reads are not atomic */
 }
 
 static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
@@ -288,7 +351,17 @@ bool op_task_is_ready(const op_task_t *task) {
 
 void *op_task_context(const op_task_t *task) { return task->context; }
 
+void op_task_set_context(op_task_t *task, void *context) {
+    if (task) task->context = context; /* before submission: published by submit's release */
+}
+
 op_task_t *op_task_current(void) { return op_tls_task; }
+
+op_task_t *op_task_swap_current(op_task_t *task) {
+    op_task_t *previous = op_tls_task;
+    op_tls_task = task;
+    return previous;
+}
 
 int op_task_complete(op_task_t *task) {
     if (!task) return EINVAL;

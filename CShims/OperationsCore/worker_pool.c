@@ -113,7 +113,7 @@ static int op_task_wanted_nice(const op_task_t *task, const op_queue_t *queue) {
     return nice < -20 ? -20 : nice > 19 ? 19 : nice;
 }
 
-typedef enum { OP_RAN_FINISHED, OP_RAN_HANDED_OFF } op_run_result;
+typedef enum { OP_RAN_FINISHED, OP_RAN_HANDED_OFF, OP_RAN_DEFERRED } op_run_result;
 
 static op_run_result op_worker_execute(op_worker *worker, op_queue_t *queue, op_task_t *task) {
     /* acquire: pairs with the releases that made the task ready (dependencies' finish). */
@@ -144,6 +144,10 @@ static op_run_result op_worker_execute(op_worker *worker, op_queue_t *queue, op_
 
     if (changed) op_nice_set_current_thread(class_nice);
 
+    if (OP_UNLIKELY(atomic_load_explicit(&task->state, memory_order_relaxed) & OP_STATE_DEFER)) {
+        op_task_settle_deferred(task);
+        return OP_RAN_DEFERRED;
+    }
     if (task->flags & OP_TASK_MANUAL_COMPLETION) {
         /* acq_rel: the handshake with op_task_complete; the second of the two settles the
          * queue slot. If completion came first, we settle it like any finished task. */
@@ -220,7 +224,9 @@ static void op_worker_drain(op_worker *worker, op_queue_t *queue) {
             continue;
         }
         op_worker_refresh_class_nice(worker);
-        if (op_worker_execute(worker, queue, task) == OP_RAN_HANDED_OFF) {
+        op_run_result result = op_worker_execute(worker, queue, task);
+        if (result == OP_RAN_DEFERRED) continue; /* still unfinished, still counted in busy */
+        if (result == OP_RAN_HANDED_OFF) {
             /* The slot now belongs to the running asynchronous task. Claim another for the
              * rest of the queue (a worker picks it up) and settle our count; the pushes or the
              * subtraction are our last touch of the queue. */

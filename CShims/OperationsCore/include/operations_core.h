@@ -128,8 +128,27 @@ int op_task_add_dependency(op_task_t *task, op_task_t *dependency);
  *  Returns 0, or ENOENT when there is no such unfinished dependency. */
 int op_task_remove_dependency(op_task_t *task, op_task_t *dependency);
 
-/** Number of dependencies of `task` that have not finished yet. */
+/** Changes the band the task enters its queue in; takes effect when it next becomes ready.
+ *  Returns 0 or EINVAL. */
+int op_task_set_priority(op_task_t *task, op_priority_t priority);
+/** Changes the task's QoS (op_qos_t or OP_QOS_INHERIT) for its next run. Returns 0 or EINVAL. */
+int op_task_set_qos(op_task_t *task, int qos);
+
+/** Number of dependencies of `task` that have not finished yet (holds not counted). */
 uint32_t op_task_unfinished_dependencies(const op_task_t *task);
+
+/** Holds the task back like an unfinished dependency that no task stands for (a custom
+ *  readiness condition). Returns 0, or EALREADY when the task is already ready, running or
+ *  finished (the hold is not taken). Each successful hold needs one op_task_unhold. */
+int op_task_hold(op_task_t *task);
+/** Drops a hold taken with op_task_hold or op_task_defer; the task becomes ready when nothing
+ *  holds it any more. Calling it without a hold breaks the count (a programmer error). */
+void op_task_unhold(op_task_t *task);
+/** From the task's own body only: when the body returns, the task does not finish but goes
+ *  back to waiting, held once (as by op_task_hold); op_task_unhold makes it ready again and
+ *  its body runs again. The worker keeps the queue slot for other tasks. Cancelling a deferred
+ *  task makes it ready at once. Returns 0, or EINVAL when not called from the task's body. */
+int op_task_defer(op_task_t *task);
 
 /** Cancels: sets the flag (idempotent). A task that has not started becomes ready at once so
  *  its queue can retire it; it then counts as finished for its dependents. A running body
@@ -140,9 +159,13 @@ bool op_task_is_cancelled(const op_task_t *task);
 /** True from the moment a worker takes the task until it is finished. */
 bool op_task_is_executing(const op_task_t *task);
 bool op_task_is_finished(const op_task_t *task);
-/** True when nothing holds the task back: no unfinished dependency, or cancelled. */
+/** True when no unfinished dependency holds the task back, or it is cancelled (holds from
+ *  op_task_hold / op_task_defer are not counted: they stand for the caller's own condition). */
 bool op_task_is_ready(const op_task_t *task);
 void *op_task_context(const op_task_t *task);
+/** Replaces the context passed to the body and on_finish (for bindings that create the task
+ *  before the object it points to is complete). Only before the task is submitted. */
+void op_task_set_context(op_task_t *task, void *context);
 
 /** Finishes a task that is not run by a queue's worker: an OP_TASK_MANUAL_COMPLETION task whose
  *  body has returned (this releases its queue slot), or a task that was never submitted and
@@ -157,6 +180,10 @@ int op_task_wait(op_task_t *task, int64_t timeout_ns);
 
 /** The task whose body runs on the calling thread, or NULL. Not retained. */
 op_task_t *op_task_current(void);
+/** Makes op_task_current() report `task` on the calling thread and returns what it reported
+ *  before (restore it afterwards). For bindings that run a task's work by hand, so that waits
+ *  on the task from inside its own work fail with EDEADLK instead of hanging. */
+op_task_t *op_task_swap_current(op_task_t *task);
 
 /* ---------------------------------------------------------------------------------------------
  * Queues
@@ -230,6 +257,13 @@ int op_queue_wait(op_queue_t *queue, int64_t timeout_ns);
 /** The queue whose task body runs on the calling thread, or NULL. Not retained. */
 op_queue_t *op_queue_current(void);
 
+/** Attaches a context to the queue (for language bindings). While the queue has unfinished
+ *  tasks the core holds the context: `retain(context)` is called when the queue goes from idle
+ *  to busy, `release(context)` when it goes back to idle (after waking waiters, on the thread
+ *  that finished the last task). Either callback may be NULL. Set it before the first submit. */
+void op_queue_set_context(op_queue_t *queue, void *context, op_task_fn retain, op_task_fn release);
+void *op_queue_context(const op_queue_t *queue);
+
 /* ---------------------------------------------------------------------------------------------
  * Runtime: topology, nice values, introspection
  * ------------------------------------------------------------------------------------------- */
@@ -291,6 +325,16 @@ int op_runtime_worker_info(op_qos_t qos, int index, op_worker_info_t *out);
 
 /** The nice value the calling thread runs at (getpriority on its thread id). */
 int op_current_thread_nice(void);
+
+/** Returned by op_thread_priority_apply when it changed nothing. */
+#define OP_NICE_UNCHANGED (-1000)
+/** Moves the calling thread to op_runtime_nice_for(qos, thread_priority), clamped for the
+ *  process's privilege as workers are. Returns the previous nice for
+ *  op_thread_priority_restore, or OP_NICE_UNCHANGED when nothing changed (no system call is
+ *  made to restore then). Any thread may call it, for itself. */
+int op_thread_priority_apply(op_qos_t qos, double thread_priority);
+/** Puts the calling thread back at `previous` (from op_thread_priority_apply). */
+void op_thread_priority_restore(int previous);
 
 /* ---------------------------------------------------------------------------------------------
  * Building blocks, public for tests and for C code that wants them on their own

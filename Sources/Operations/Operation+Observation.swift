@@ -1,0 +1,60 @@
+// Operation+Observation.swift — observing an operation without KVO, and the KVO compatibility
+// path: willChangeValue / didChangeValue(forKey:) as custom asynchronous subclasses call them.
+import OperationsCore
+import Synchronization
+
+extension Operation {
+    /// The keys Apple documents as KVO-compliant on Operation.
+    public enum ObservationKey: String, Sendable, CaseIterable {
+        case isCancelled, isExecuting, isFinished, isReady, dependencies, queuePriority, completionBlock
+    }
+
+    /// Calls `handler` (on the thread that made the change) each time `key` changes, until the
+    /// returned token is invalidated or released.
+    public func observe(_ key: ObservationKey, _ handler: @escaping @Sendable (Operation) -> Void) -> OperationObservation {
+        let id = OperationObservation.nextID.add(1, ordering: .relaxed).newValue
+        StripedLock.shared.withLock(for: self) { lockedObservers[key, default: [:]][id] = handler }
+        state.bitwiseOr(State.hasObservers, ordering: .releasing)
+        return OperationObservation(operation: self, key: key, id: id)
+    }
+
+    func removeObserver(_ key: ObservationKey, id: Int) {
+        StripedLock.shared.withLock(for: self) { _ = lockedObservers[key]?.removeValue(forKey: id) }
+    }
+
+    /// What `didChangeValue(forKey:)` does: observers, then the queue's reaction.
+    func announceChange(forKey key: String) {
+        if state.load(ordering: .acquiring) & State.hasObservers != 0, let known = ObservationKey(rawValue: key) {
+            let handlers = StripedLock.shared.withLock(for: self) { lockedObservers[known].map { Array($0.values) } ?? [] }
+            for handler in handlers { handler(self) }
+        }
+        switch key {
+        case "isFinished":
+            if state.load(ordering: .acquiring) & State.completed == 0 && isFinished { completeOnce() }
+        case "isReady":
+            if readinessHeld.load(ordering: .acquiring) && (isCancelled || isReady) { releaseReadinessHold() }
+        default:
+            break
+        }
+    }
+}
+
+/// A registration made with `Operation.observe(_:_:)`; invalidated on `invalidate()` or release.
+public final class OperationObservation: Sendable {
+    static let nextID = Atomic<Int>(0)
+
+    private let operation: Operation
+    private let key: Operation.ObservationKey
+    private let id: Int
+
+    init(operation: Operation, key: Operation.ObservationKey, id: Int) {
+        self.operation = operation
+        self.key = key
+        self.id = id
+    }
+
+    /// Stops the calls.
+    public func invalidate() { operation.removeObserver(key, id: id) }
+
+    deinit { invalidate() }
+}

@@ -1,0 +1,348 @@
+// Operation.swift — the abstract operation: its state as users see it, start/main/cancel/wait,
+// and how a queue runs it through its core task. Dependencies, observation and the KVO
+// compatibility path live in the Operation+… files.
+import OperationsCore
+import Synchronization
+
+/// An abstract unit of work, with Foundation's `Operation` API and documented semantics.
+///
+/// Subclass it and override `main()` for synchronous work, or `start()` together with
+/// `isAsynchronous`, `isExecuting` and `isFinished` (announcing changes with
+/// `willChangeValue(forKey:)` / `didChangeValue(forKey:)`) for asynchronous work.
+open class Operation: @unchecked Sendable {
+    /// Relative order of the ready operations of one queue.
+    public enum QueuePriority: Int, Sendable {
+        case veryLow = -8
+        case low = -4
+        case normal = 0
+        case high = 4
+        case veryHigh = 8
+
+        var coreBand: op_priority_t {
+            switch self {
+            case .veryLow: OP_PRIORITY_VERY_LOW
+            case .low: OP_PRIORITY_LOW
+            case .normal: OP_PRIORITY_NORMAL
+            case .high: OP_PRIORITY_HIGH
+            case .veryHigh: OP_PRIORITY_VERY_HIGH
+            }
+        }
+    }
+
+    /// State bits. Written with atomic or/and; read with acquiring loads.
+    struct State {
+        static let executing: UInt32 = 1 << 0
+        static let finished: UInt32 = 1 << 1
+        static let cancelled: UInt32 = 1 << 2
+        static let started: UInt32 = 1 << 3       // start() claimed it
+        static let enqueued: UInt32 = 1 << 4      // added to a queue
+        static let completed: UInt32 = 1 << 5     // finish handled (completion block, core task)
+        static let queueStarting: UInt32 = 1 << 6 // its queue is calling start()
+        static let hasCompletion: UInt32 = 1 << 7 // a completion block may be set
+        static let hasObservers: UInt32 = 1 << 8  // typed observers registered
+    }
+
+    let state = Atomic<UInt32>(0)
+    /// The core task that stands for this operation in queues and dependency graphs. Owned.
+    let task: OpaquePointer
+    /// Set while a readiness hold is taken on the core task (custom `isReady` said no).
+    let readinessHeld = Atomic<Bool>(false)
+
+    // Guarded by StripedLock.shared for self.
+    var lockedDependencies: [Operation] = []
+    var lockedCompletionBlock: (@Sendable () -> Void)?
+    var lockedName: String?
+    var lockedQueuePriority: QueuePriority = .normal
+    var lockedQualityOfService: QualityOfService = .default
+    var lockedThreadPriority: Double = 0.5
+    var lockedObservers: [ObservationKey: [Int: @Sendable (Operation) -> Void]] = [:]
+
+    /// Creates an operation. Reads no overridable property.
+    public init() {
+        var attributes = op_task_attr_t()
+        op_task_attr_init(&attributes)
+        // The queue calls the body even for a cancelled operation (start() moves it to
+        // finished), and the operation, not the body's return, says when it is finished.
+        attributes.flags = UInt32(OP_TASK_RUN_WHEN_CANCELLED) | UInt32(OP_TASK_MANUAL_COMPLETION)
+        guard let task = op_task_create(operationTaskBody, nil, &attributes) else {
+            fatalError("Operation.init: the core could not create a task (out of memory)")
+        }
+        self.task = task
+        op_task_set_context(task, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    deinit {
+        op_task_release(task)
+    }
+
+    // MARK: - State
+
+    /// Whether `cancel()` was called. Safe from any thread.
+    open var isCancelled: Bool { state.load(ordering: .acquiring) & State.cancelled != 0 }
+    /// Whether the operation is running its task. Safe from any thread.
+    open var isExecuting: Bool { state.load(ordering: .acquiring) & State.executing != 0 }
+    /// Whether the operation finished (or was cancelled and then started). Safe from any thread.
+    open var isFinished: Bool { state.load(ordering: .acquiring) & State.finished != 0 }
+    /// Whether `start()` returns before the work is done. Default false.
+    open var isAsynchronous: Bool { false }
+    /// The old name of `isAsynchronous`.
+    open var isConcurrent: Bool { isAsynchronous }
+    /// Whether it may start now: every dependency finished (or it is cancelled).
+    open var isReady: Bool { op_task_is_ready(task) }
+
+    /// Free text for diagnostics (nil by default).
+    open var name: String? {
+        get { StripedLock.shared.withLock(for: self) { lockedName } }
+        set { StripedLock.shared.withLock(for: self) { lockedName = newValue } }
+    }
+
+    /// The order among the ready operations of its queue. Default `.normal`.
+    open var queuePriority: QueuePriority {
+        get { StripedLock.shared.withLock(for: self) { lockedQueuePriority } }
+        set {
+            willChangeValue(forKey: "queuePriority")
+            StripedLock.shared.withLock(for: self) { lockedQueuePriority = newValue }
+            op_task_set_priority(task, newValue.coreBand)
+            didChangeValue(forKey: "queuePriority")
+        }
+    }
+
+    /// The thread priority (0.0 … 1.0, default 0.5) the thread running `main()` gets, as a
+    /// nice value relative to the operation's QoS class (see the core's nice mapping).
+    open var threadPriority: Double {
+        get { StripedLock.shared.withLock(for: self) { lockedThreadPriority } }
+        set { StripedLock.shared.withLock(for: self) { lockedThreadPriority = min(max(newValue, 0), 1) } }
+    }
+
+    /// The operation's QoS; `.default` takes its queue's. It sets the nice value of the worker
+    /// while the operation runs.
+    open var qualityOfService: QualityOfService {
+        get { StripedLock.shared.withLock(for: self) { lockedQualityOfService } }
+        set {
+            StripedLock.shared.withLock(for: self) { lockedQualityOfService = newValue }
+            op_task_set_qos(task, newValue == .default ? OP_QOS_INHERIT : Int32(newValue.coreClass.rawValue))
+        }
+    }
+
+    /// Runs once after the operation finished (also when it was cancelled), at the default
+    /// thread priority; set to nil when it starts.
+    open var completionBlock: (@Sendable () -> Void)? {
+        get { StripedLock.shared.withLock(for: self) { lockedCompletionBlock } }
+        set {
+            willChangeValue(forKey: "completionBlock")
+            StripedLock.shared.withLock(for: self) { lockedCompletionBlock = newValue }
+            if newValue != nil { state.bitwiseOr(State.hasCompletion, ordering: .releasing) }
+            didChangeValue(forKey: "completionBlock")
+        }
+    }
+
+    // MARK: - Running
+
+    /// Starts the operation on the calling thread. The default implementation moves a cancelled
+    /// operation straight to finished; otherwise it marks it executing, applies
+    /// `threadPriority`, runs `main()`, restores the priority and marks it finished.
+    ///
+    /// Calling it on an operation that finished does nothing. Calling it on one that is not
+    /// ready, that already started, or that is in a queue (the queue starts it) is a
+    /// programmer error and traps with a message naming the operation.
+    open func start() {
+        let current = state.load(ordering: .acquiring)
+        if current & State.finished != 0 { return }
+        if current & State.started != 0 {
+            operationMisuse("start() called on \(self), which already started")
+        }
+        if current & State.enqueued != 0 && current & State.queueStarting == 0 {
+            operationMisuse("start() called by hand on \(self), which is in an OperationQueue; the queue starts it")
+        }
+        if current & State.cancelled == 0 && !isReady {
+            operationMisuse("start() called on \(self), which is not ready (\(op_task_unfinished_dependencies(task)) unfinished dependencies)")
+        }
+        if state.bitwiseOr(State.started, ordering: .acquiringAndReleasing).oldValue & State.started != 0 {
+            operationMisuse("start() called on \(self), which already started")
+        }
+        if isCancelled {
+            markFinished()
+            return
+        }
+        willChangeValue(forKey: "isExecuting")
+        state.bitwiseOr(State.executing, ordering: .releasing)
+        didChangeValue(forKey: "isExecuting")
+        let threadPriority = self.threadPriority
+        var previousNice = OP_NICE_UNCHANGED
+        if threadPriority != 0.5 {
+            previousNice = op_thread_priority_apply(effectiveCoreQoS, threadPriority)
+        }
+        // By hand (not on a worker), make waits on this operation from its own work fail loudly.
+        let previousTask = op_task_swap_current(task)
+        main()
+        op_task_swap_current(previousTask)
+        op_thread_priority_restore(previousNice)
+        markFinished()
+    }
+
+    /// The work of a synchronous operation. The default does nothing. Poll `isCancelled`.
+    open func main() {}
+
+    /// Sets the cancelled flag (idempotent). An operation that has not started becomes ready
+    /// so its queue can retire it; it then counts as finished for its dependents.
+    open func cancel() {
+        let old = state.load(ordering: .acquiring)
+        if old & State.cancelled != 0 { return }
+        willChangeValue(forKey: "isCancelled")
+        let previous = state.bitwiseOr(State.cancelled, ordering: .acquiringAndReleasing).oldValue
+        if previous & State.cancelled == 0 {
+            op_task_cancel(task)
+            releaseReadinessHold()
+        }
+        didChangeValue(forKey: "isCancelled")
+        if previous & State.cancelled == 0 { didChangeValue(forKey: "isReady") }
+    }
+
+    /// Blocks until the operation finished. Calling it from inside the operation traps.
+    open func waitUntilFinished() {
+        if op_task_current() == task {
+            operationMisuse("waitUntilFinished() called on \(self) from inside its own work; it would wait forever")
+        }
+        // The core reference keeps the task alive across the wait in a way ThreadSanitizer
+        // sees (it does not see Swift's reference counts as synchronising).
+        op_task_retain(task)
+        _ = op_task_wait(task, Int64(OP_WAIT_FOREVER))
+        op_task_release(task)
+    }
+
+    // MARK: - KVO compatibility (the work is in Operation+Observation.swift)
+
+    /// Announces that the value for `key` is about to change. Nothing happens before a change;
+    /// it exists so Foundation code that brackets its changes compiles and runs unchanged.
+    open func willChangeValue(forKey key: String) {}
+
+    /// Announces that the value for `key` changed. For "isFinished" the operation is finished
+    /// once `isFinished` reads true: its queue slot is freed and its dependents may start. For
+    /// "isReady" the queue re-reads `isReady`. Observers of the key are called. Unknown keys
+    /// are harmless. Any thread may call it, also while holding its own lock.
+    open func didChangeValue(forKey key: String) { announceChange(forKey: key) }
+
+    // MARK: - Internals
+
+    /// The core class whose nice value the operation's work runs at.
+    var effectiveCoreQoS: op_qos_t {
+        let own = qualityOfService
+        if own != .default { return own.coreClass }
+        if let queue = op_queue_current(), op_task_current() == task { return op_queue_qos(queue) }
+        return OP_QOS_DEFAULT
+    }
+
+    /// The default start's way to finished: both KVO pairs, then `finishIfAnnounced`.
+    func markFinished() {
+        let wasExecuting = state.load(ordering: .acquiring) & State.executing != 0
+        if wasExecuting { willChangeValue(forKey: "isExecuting") }
+        willChangeValue(forKey: "isFinished")
+        // One step, so no reader sees finished and executing together.
+        var current = state.load(ordering: .relaxed)
+        while true {
+            let desired = (current | State.finished) & ~State.executing
+            let (exchanged, original) = state.compareExchange(
+                expected: current, desired: desired, ordering: .acquiringAndReleasing)
+            if exchanged { break }
+            current = original
+        }
+        if wasExecuting { didChangeValue(forKey: "isExecuting") }
+        didChangeValue(forKey: "isFinished")
+        completeOnce()
+    }
+
+    /// Runs once per operation when it is finished: the completion block, then the core task
+    /// (which releases dependents and waiters, and the queue's slot). The queue's reference is
+    /// dropped later by the queue's registry (`releaseQueuedOperation`), once no listing of
+    /// `operations` can reach the operation any more.
+    func completeOnce() {
+        let old = state.bitwiseOr(State.completed, ordering: .acquiringAndReleasing).oldValue
+        if old & State.completed != 0 { return }
+        if old & State.hasCompletion != 0 {
+            let block = StripedLock.shared.withLock(for: self) { () -> (@Sendable () -> Void)? in
+                let block = lockedCompletionBlock
+                lockedCompletionBlock = nil
+                return block
+            }
+            block?()
+        }
+        op_task_complete(task)
+    }
+
+    /// Called by the core task's body on a worker: the queue starts the operation.
+    func runFromQueue() {
+        // cancelAllOperations cancels barriers in the core; an operation cancelled there (it
+        // raced with being listed) takes the cancellation over here.
+        if !isCancelled && op_task_is_cancelled(task) { cancel() }
+        if !isCancelled && !isReady {
+            // O12: a custom isReady said no. Park the task with a hold until an "isReady"
+            // change makes it ready; re-check after taking the hold so no change is missed.
+            op_task_defer(task)
+            readinessHeld.store(true, ordering: .releasing)
+            if isCancelled || isReady { releaseReadinessHold() }
+            return
+        }
+        state.bitwiseOr(State.queueStarting, ordering: .releasing)
+        start()
+        state.bitwiseAnd(~State.queueStarting, ordering: .releasing)
+        // A subclass that finished without announcing it through didChangeValue still frees
+        // its queue slot once start() returned.
+        if state.load(ordering: .acquiring) & State.completed == 0 && isFinished { completeOnce() }
+    }
+
+    /// Drops the readiness hold, once, if one is taken.
+    func releaseReadinessHold() {
+        if readinessHeld.compareExchange(expected: true, desired: false, ordering: .acquiringAndReleasing).exchanged {
+            op_task_unhold(task)
+        }
+    }
+
+    /// Claims the operation for a queue; traps for an operation that cannot be added.
+    func claimForQueue(_ queue: OperationQueue) {
+        let old = state.bitwiseOr(State.enqueued, ordering: .acquiringAndReleasing).oldValue
+        if old & State.finished != 0 {
+            operationMisuse("\(self) added to \(queue), but it is already finished")
+        }
+        if old & State.enqueued != 0 {
+            operationMisuse("\(self) added to \(queue), but it is already in an OperationQueue")
+        }
+        if old & (State.started | State.executing) != 0 {
+            operationMisuse("\(self) added to \(queue), but it is already executing")
+        }
+        _ = Unmanaged.passUnretained(self).retain() // released by releaseQueuedOperation
+    }
+}
+
+/// The core task body of every operation: its queue starts it.
+let operationTaskBody: @convention(c) (UnsafeMutableRawPointer?) -> Void = { context in
+    guard let context else { return }
+    // Held for the whole body: finishing drops the queue's reference, which may be the last.
+    let operation = Unmanaged<Operation>.fromOpaque(context).takeUnretainedValue()
+    withExtendedLifetime(operation) { operation.runFromQueue() }
+}
+
+/// A programmer error: traps with a message that names the object and what was wrong.
+func operationMisuse(_ message: String, file: StaticString = #fileID, line: UInt = #line) -> Never {
+    fatalError("Operations misuse: \(message)", file: file, line: line)
+}
+
+extension Operation: Hashable {
+    /// Identity, as NSObject's default.
+    public static func == (lhs: Operation, rhs: Operation) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
+extension Operation: CustomStringConvertible {
+    /// Type, name and state, e.g. `BlockOperation "fetch" (executing)`.
+    public var description: String {
+        var text = String(describing: type(of: self))
+        if let name { text += " \"\(name)\"" }
+        let bits = state.load(ordering: .acquiring)
+        var words: [String] = []
+        if bits & State.cancelled != 0 { words.append("cancelled") }
+        if bits & State.finished != 0 { words.append("finished") } else if bits & State.executing != 0 { words.append("executing") }
+        else if bits & State.enqueued != 0 { words.append("queued") }
+        if !words.isEmpty { text += " (\(words.joined(separator: ", ")))" }
+        return text
+    }
+}

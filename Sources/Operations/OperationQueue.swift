@@ -1,0 +1,173 @@
+// OperationQueue.swift — a queue of operations on the core: width, suspension, QoS, priorities,
+// the list of operations, cancel-all, barriers, waits, and `current`.
+import OperationsCore
+
+/// Runs operations on the runtime's workers, in priority order among those that are ready.
+/// The add → run → finish path takes no lock: adding claims the operation atomically, registers
+/// it (one compare-and-swap) and submits its core task.
+open class OperationQueue: @unchecked Sendable {
+    /// What a new queue reports as `maxConcurrentOperationCount`: the runtime chooses (one
+    /// operation per worker of the queue's QoS class, i.e. per CPU).
+    public static let defaultMaxConcurrentOperationCount: Int = -1
+
+    let core: OpaquePointer
+    private var lockedName: String?
+
+    /// A queue of default width, not suspended, at `.default` QoS.
+    public init() {
+        guard let core = op_queue_create(nil, OP_QOS_DEFAULT, OP_WIDTH_DEFAULT) else {
+            fatalError("OperationQueue.init: the core could not create a queue (out of memory)")
+        }
+        self.core = core
+        // While the queue holds unfinished operations, the core keeps this object alive (Q11).
+        op_queue_set_context(core, Unmanaged.passUnretained(self).toOpaque(), queueContextRetain, queueContextRelease)
+        // The registry lists operations and drops the queue's reference on each once finished.
+        op_queue_set_tracking(core, releaseQueuedOperation)
+    }
+
+    deinit {
+        op_queue_release(core)
+    }
+
+    /// Adds an operation; it may start at once. Adding one that is already in a queue,
+    /// executing or finished traps with a message naming it.
+    open func addOperation(_ operation: Operation) {
+        operation.claimForQueue(self)
+        let rc = op_queue_submit(core, operation.task)
+        if rc != 0 { operationMisuse("\(operation) could not be added to \(self) (core error \(rc))") }
+    }
+
+    /// Adds a closure as a `BlockOperation`.
+    open func addOperation(_ block: @escaping @Sendable () -> Void) {
+        addOperation(BlockOperation(block: block))
+    }
+
+    /// Adds all `operations` before any of them starts; with `waitUntilFinished`, returns when
+    /// all of them finished. The same operation twice traps.
+    open func addOperations(_ operations: [Operation], waitUntilFinished wait: Bool) {
+        var seen = Set<ObjectIdentifier>()
+        for operation in operations where !seen.insert(ObjectIdentifier(operation)).inserted {
+            operationMisuse("\(operation) appears twice in addOperations(_:waitUntilFinished:) on \(self)")
+        }
+        for operation in operations { operation.claimForQueue(self) }
+        let tasks: [OpaquePointer?] = operations.map { $0.task }
+        let rc = tasks.withUnsafeBufferPointer { op_queue_submit_batch(core, $0.baseAddress, $0.count) }
+        if rc != 0 { operationMisuse("addOperations(_:waitUntilFinished:) on \(self) failed (core error \(rc))") }
+        if wait {
+            for operation in operations { operation.waitUntilFinished() }
+        }
+    }
+
+    /// How many operations may execute at once: `defaultMaxConcurrentOperationCount` (-1), or
+    /// 0 or more (1 makes a serial queue, 0 starts nothing until raised). Other negative values
+    /// trap.
+    open var maxConcurrentOperationCount: Int {
+        get { Int(op_queue_width(core)) }
+        set {
+            if newValue < -1 {
+                operationMisuse("maxConcurrentOperationCount of \(self) set to \(newValue); use -1 (default) or a count >= 0")
+            }
+            op_queue_set_width(core, Int32(clamping: newValue))
+        }
+    }
+
+    /// While true no operation starts; running ones go on.
+    open var isSuspended: Bool {
+        get { op_queue_is_suspended(core) }
+        set { op_queue_set_suspended(core, newValue) }
+    }
+
+    /// Free text for diagnostics.
+    open var name: String? {
+        get { StripedLock.shared.withLock(for: self) { lockedName } }
+        set { StripedLock.shared.withLock(for: self) { lockedName = newValue } }
+    }
+
+    /// The QoS of operations that have none of their own. A new queue reports `.default`.
+    open var qualityOfService: QualityOfService {
+        get { QualityOfService(coreClass: op_queue_qos(core)) }
+        set { op_queue_set_qos(core, newValue.coreClass) }
+    }
+
+    /// The operations added and not yet finished, in the order they were added (barrier blocks
+    /// are not listed). A snapshot.
+    open var operations: [Operation] {
+        final class Collector { var operations: [Operation] = [] }
+        let collector = Collector()
+        withExtendedLifetime(collector) {
+            op_queue_for_each(core, { task, argument in
+                guard let task, let argument, let context = op_task_context(task) else { return }
+                let collector = Unmanaged<Collector>.fromOpaque(argument).takeUnretainedValue()
+                // The registry keeps the operation alive while it can be listed.
+                collector.operations.append(Unmanaged<Operation>.fromOpaque(context).takeUnretainedValue())
+            }, Unmanaged.passUnretained(collector).toOpaque())
+        }
+        return collector.operations.filter { !$0.isFinished }
+    }
+
+    /// How many operations `operations` would list now. A snapshot.
+    open var operationCount: Int { operations.count }
+
+    /// Cancels every operation in the queue (calling each one's `cancel()`), and barrier blocks
+    /// that have not run (their closures then never run). Finished ones are not affected.
+    open func cancelAllOperations() {
+        for operation in operations { operation.cancel() }
+        op_queue_cancel_all(core) // barriers, and anything added since the listing
+    }
+
+    /// Runs `barrier` after every operation added before it finished, and holds back every
+    /// operation added after it until it has run.
+    open func addBarrierBlock(_ barrier: @escaping @Sendable () -> Void) {
+        let operation = BlockOperation(block: barrier)
+        operation.name = "barrier"
+        operation.claimForQueue(self)
+        let rc = op_queue_submit_barrier(core, operation.task)
+        if rc != 0 { operationMisuse("addBarrierBlock(_:) on \(self) failed (core error \(rc))") }
+    }
+
+    /// Blocks until the queue holds no unfinished operation; operations added meanwhile extend
+    /// the wait. Calling it from one of the queue's own operations traps.
+    open func waitUntilAllOperationsAreFinished() {
+        if op_queue_current() == core {
+            operationMisuse("waitUntilAllOperationsAreFinished() called on \(self) from one of its own operations; it would wait forever")
+        }
+        _ = op_queue_wait(core, Int64(OP_WAIT_FOREVER))
+    }
+
+    /// The queue running the current operation, or nil outside operations.
+    open class var current: OperationQueue? {
+        guard let queue = op_queue_current(), let context = op_queue_context(queue) else { return nil }
+        return Unmanaged<OperationQueue>.fromOpaque(context).takeUnretainedValue()
+    }
+}
+
+/// The registry's release of a finished operation: the queue's reference from addOperation.
+private let releaseQueuedOperation: @convention(c) (UnsafeMutableRawPointer?) -> Void = { context in
+    guard let context else { return }
+    Unmanaged<Operation>.fromOpaque(context).release()
+}
+
+private let queueContextRetain: @convention(c) (UnsafeMutableRawPointer?) -> Void = { context in
+    guard let context else { return }
+    _ = Unmanaged<OperationQueue>.fromOpaque(context).retain()
+}
+
+private let queueContextRelease: @convention(c) (UnsafeMutableRawPointer?) -> Void = { context in
+    guard let context else { return }
+    Unmanaged<OperationQueue>.fromOpaque(context).release()
+}
+
+extension OperationQueue: Hashable {
+    /// Identity, as NSObject's default.
+    public static func == (lhs: OperationQueue, rhs: OperationQueue) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
+extension OperationQueue: CustomStringConvertible {
+    /// Type and name, e.g. `OperationQueue "downloads"`.
+    public var description: String {
+        var text = String(describing: type(of: self))
+        if let name { text += " \"\(name)\"" }
+        return text
+    }
+}

@@ -1,0 +1,397 @@
+// DependencyTests.swift — dependencies between operations (SEMANTICS D1, D2, D3, D5, and O8 for
+// cancelled operations in a graph): chains, diamonds, random graphs, across queues, by hand,
+// removing an unfinished dependency, and the order `dependencies` reports.
+import Glibc
+import Operations
+import Testing
+
+/// Start and end tickets of operations, from one shared sequence.
+private final class Timeline: @unchecked Sendable {
+    private let state = Locked((next: 0, starts: [String: Int](), ends: [String: Int]()))
+
+    func start(_ name: String) { state.withLock { $0.starts[name] = $0.next; $0.next += 1 } }
+    func end(_ name: String) { state.withLock { $0.ends[name] = $0.next; $0.next += 1 } }
+    func startTicket(_ name: String) -> Int? { state.withLock { $0.starts[name] } }
+    func endTicket(_ name: String) -> Int? { state.withLock { $0.ends[name] } }
+
+    /// An operation named `name` that records its start and end around a short pause.
+    func operation(_ name: String, pause: Double = 0) -> BlockOperation {
+        let operation = BlockOperation { [self] in
+            start(name)
+            if pause > 0 { quietPeriod(pause) }
+            end(name)
+        }
+        operation.name = name
+        return operation
+    }
+
+    /// Expects `dependent` to have started after `dependency` ended.
+    func expectOrder(_ dependency: String, before dependent: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        guard let end = endTicket(dependency), let start = startTicket(dependent) else {
+            Issue.record("\(dependency) or \(dependent) did not run", sourceLocation: sourceLocation)
+            return
+        }
+        #expect(end < start, "\(dependent) started (ticket \(start)) before its dependency \(dependency) ended (ticket \(end))",
+                sourceLocation: sourceLocation)
+    }
+}
+
+@Suite struct DependencyTests {
+    // MARK: - D1
+
+    @Test func D1_chainRunsInDependencyOrderWhateverOrderItWasAddedIn() {
+        let timeline = Timeline()
+        let operations = (0..<10).map { timeline.operation("op\($0)") }
+        for index in 1..<operations.count { operations[index].addDependency(operations[index - 1]) }
+        let queue = OperationQueue()
+        for operation in operations.reversed() { queue.addOperation(operation) }
+        guard waitUntilAllOperationsAreFinished(queue) else { return }
+        for index in 1..<operations.count { timeline.expectOrder("op\(index - 1)", before: "op\(index)") }
+    }
+
+    @Test func D1_diamondRunsTheJoinAfterBothBranches() {
+        let timeline = Timeline()
+        let top = timeline.operation("top", pause: 0.01)
+        let left = timeline.operation("left", pause: 0.02)
+        let right = timeline.operation("right", pause: 0.005)
+        let bottom = timeline.operation("bottom")
+        left.addDependency(top)
+        right.addDependency(top)
+        bottom.addDependency(left)
+        bottom.addDependency(right)
+        #expect(!bottom.isReady && !left.isReady && top.isReady)
+        let queue = OperationQueue()
+        queue.addOperations([bottom, right, left, top], waitUntilFinished: false)
+        guard waitUntilFinished(bottom) else { return }
+        timeline.expectOrder("top", before: "left")
+        timeline.expectOrder("top", before: "right")
+        timeline.expectOrder("left", before: "bottom")
+        timeline.expectOrder("right", before: "bottom")
+    }
+
+    @Test func D1_D2_randomGraphAcrossTwoQueuesRespectsEveryEdge() {
+        var random = SeededGenerator("D1_D2_randomGraphAcrossTwoQueuesRespectsEveryEdge")
+        let timeline = Timeline()
+        let count = 60
+        let operations = (0..<count).map { timeline.operation("op\($0)") }
+        var edges: [(Int, Int)] = []
+        for index in 1..<count {
+            for _ in 0..<Int.random(in: 0...3, using: &random) {
+                let dependency = Int.random(in: 0..<index, using: &random)
+                if edges.contains(where: { $0 == (dependency, index) }) { continue }
+                operations[index].addDependency(operations[dependency])
+                edges.append((dependency, index))
+            }
+        }
+        let queues = [OperationQueue(), OperationQueue()]
+        queues[1].maxConcurrentOperationCount = 1
+        for index in Array(0..<count).shuffled(using: &random) {
+            queues[Int.random(in: 0...1, using: &random)].addOperation(operations[index])
+        }
+        for operation in operations where !waitUntilFinished(operation) { return }
+        for (dependency, dependent) in edges { timeline.expectOrder("op\(dependency)", before: "op\(dependent)") }
+    }
+
+    @Test func D1_operationWithManyDependenciesWaitsForAllOfThem() {
+        let timeline = Timeline()
+        let dependencies = (0..<20).map { timeline.operation("dep\($0)", pause: $0 % 5 == 0 ? 0.01 : 0) }
+        let join = timeline.operation("join")
+        for dependency in dependencies { join.addDependency(dependency) }
+        let queue = OperationQueue()
+        queue.addOperation(join)
+        queue.addOperations(dependencies, waitUntilFinished: false)
+        guard waitUntilFinished(join) else { return }
+        for index in 0..<20 { timeline.expectOrder("dep\(index)", before: "join") }
+    }
+
+    @Test func D1_O11_dependentOfACancelledOperationInNoQueueWaitsUntilThatOperationIsStarted() {
+        let dependency = BlockOperation {}
+        dependency.name = "cancelled, in no queue"
+        let dependentRan = Latch()
+        let dependent = signallingOperation(dependentRan, name: "dependent")
+        dependent.addDependency(dependency)
+        let queue = OperationQueue()
+        queue.addOperation(dependent)
+        dependency.cancel()
+        quietPeriod()
+        // D1: "not ready until op is finished (finished or cancelled-and-retired)"; O11: a
+        // cancelled operation in no queue is not finished until someone calls start().
+        #expect(!dependency.isFinished)
+        #expect(!dependentRan.isOpen, "the dependent ran although its cancelled dependency is not finished")
+        dependency.start()
+        #expect(dependency.isFinished)
+        waitFor(dependentRan, "the dependent after its cancelled dependency was started (retired)")
+    }
+
+    @Test func D1_O8_randomGraphWithConcurrentCancellationsRunsOrRetiresEveryOperationOnceInOrder() {
+        var random = SeededGenerator("D1_O8_randomGraphWithConcurrentCancellationsRunsOrRetiresEveryOperationOnceInOrder")
+        let count = 150
+        let timeline = Timeline()
+        let mainRuns = (0..<count).map { _ in Counter() }
+        let completions = (0..<count).map { _ in Counter() }
+        let allCompleted = Latch()
+        let operations = (0..<count).map { index -> BlockOperation in
+            let name = "op\(index)"
+            let operation = BlockOperation {
+                timeline.start(name)
+                mainRuns[index].increment()
+                timeline.end(name)
+            }
+            operation.name = name
+            operation.completionBlock = {
+                timeline.end("completion of \(name)")
+                completions[index].increment()
+                allCompleted.arrive()
+            }
+            return operation
+        }
+        var edges: [(Int, Int)] = []
+        for index in 1..<count {
+            for _ in 0..<Int.random(in: 0...3, using: &random) {
+                let dependency = Int.random(in: 0..<index, using: &random)
+                if edges.contains(where: { $0 == (dependency, index) }) { continue }
+                operations[index].addDependency(operations[dependency])
+                edges.append((dependency, index))
+            }
+        }
+        let cancelled = Array(0..<count).shuffled(using: &random).prefix(count / 4)
+        let cancelledEarly = cancelled.prefix(8)
+        let cancelledLate = Array(cancelled.dropFirst(8))
+        for index in cancelledEarly { operations[index].cancel() }
+        let queues = [OperationQueue(), OperationQueue(), OperationQueue()]
+        queues[1].maxConcurrentOperationCount = 1
+        queues[2].maxConcurrentOperationCount = 2
+        queues[2].qualityOfService = .utility
+        let placement = (0..<count).map { _ in Int.random(in: 0..<queues.count, using: &random) }
+        let addOrder = Array(0..<count).shuffled(using: &random)
+        let canceller = onNewThread {
+            for (step, index) in cancelledLate.enumerated() {
+                operations[index].cancel()
+                if step % 4 == 0 { sched_yield() }
+            }
+        }
+        for index in addOrder { queues[placement[index]].addOperation(operations[index]) }
+        waitFor(canceller, "the canceller thread")
+        guard waitFor(allCompleted, "every operation of the graph to finish", count: count) else {
+            let unfinished = operations.filter { !$0.isFinished }.map(\.description)
+            Issue.record("unfinished: \(unfinished)")
+            return
+        }
+        for index in 0..<count {
+            let operation = operations[index]
+            #expect(completions[index].current == 1, "completion block of op\(index) ran \(completions[index].current) times")
+            #expect(mainRuns[index].current <= 1, "main() of op\(index) ran \(mainRuns[index].current) times")
+            #expect(operation.isFinished && !operation.isExecuting)
+            if mainRuns[index].current == 0 {
+                #expect(operation.isCancelled, "op\(index) finished without running main() but was not cancelled")
+            }
+            if cancelledEarly.contains(index) {
+                #expect(mainRuns[index].current == 0, "op\(index) was cancelled before it was added but ran")
+            }
+        }
+        for (dependency, dependent) in edges where mainRuns[dependent].current == 1 {
+            guard let finished = timeline.endTicket("completion of op\(dependency)"),
+                  let started = timeline.startTicket("op\(dependent)") else { continue }
+            #expect(finished < started, "op\(dependent) started before its dependency op\(dependency) finished (seed \(random.seed))")
+        }
+    }
+
+    @Test func D1_dependencyAddedToAQueuedOperationThatIsNotReadyYetHoldsItToo() {
+        let first = BlockOperation {}
+        let second = BlockOperation {}
+        let ran = Latch()
+        let operation = signallingOperation(ran, name: "waits for two")
+        operation.addDependency(first)
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        operation.addDependency(second)  // it is not ready yet, so this one holds it as well
+        #expect(operation.dependencies == [first, second])
+        first.start()
+        quietPeriod()
+        #expect(!ran.isOpen, "the operation ran although a dependency added while it waited has not finished")
+        #expect(!operation.isReady)
+        second.start()
+        waitFor(ran, "the operation after both dependencies finished")
+    }
+
+    @Test func D1_dependencyOnAnOperationThatAlreadyFinishedIsSatisfied() {
+        let finished = BlockOperation {}
+        finished.start()
+        let operation = BlockOperation {}
+        operation.addDependency(finished)
+        #expect(operation.isReady)
+        #expect(operation.dependencies == [finished])
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        waitUntilFinished(operation)
+    }
+
+    // Regression: a dependency added twice counts once, as in Foundation (the second add is
+    // ignored), so one removeDependency(_:) frees the receiver.
+    @Test func D1_D5_addingTheSameDependencyTwiceRecordsItOnce() {
+        let dependency = BlockOperation {}
+        let operation = BlockOperation {}
+        operation.addDependency(dependency)
+        operation.addDependency(dependency)
+        #expect(operation.dependencies == [dependency], "Foundation ignores a dependency that is already there")
+        operation.removeDependency(dependency)
+        #expect(operation.dependencies.isEmpty)
+        #expect(operation.isReady, "after removing its only dependency the operation is ready")
+    
+    }
+
+    // MARK: - D2
+
+    @Test func D2_dependenciesWorkAcrossQueues() {
+        let timeline = Timeline()
+        let first = OperationQueue()
+        let second = OperationQueue()
+        second.qualityOfService = .utility
+        let a = timeline.operation("a", pause: 0.02)
+        let b = timeline.operation("b")
+        let c = timeline.operation("c")
+        b.addDependency(a)
+        c.addDependency(b)
+        second.addOperation(c)
+        second.addOperation(a)
+        first.addOperation(b)
+        guard waitUntilFinished(c) else { return }
+        timeline.expectOrder("a", before: "b")
+        timeline.expectOrder("b", before: "c")
+    }
+
+    @Test func D2_operationStartedByHandAfterItsQueuedDependencyFinished() {
+        let queue = OperationQueue()
+        let dependency = BlockOperation {}
+        let runs = Counter()
+        let byHand = BlockOperation { runs.increment() }
+        byHand.addDependency(dependency)
+        #expect(!byHand.isReady)
+        queue.addOperation(dependency)
+        guard waitUntilFinished(dependency) else { return }
+        #expect(byHand.isReady, "ready once its dependency finished")
+        byHand.start()
+        #expect(runs.current == 1 && byHand.isFinished)
+    }
+
+    @Test func D2_queuedOperationWaitsForADependencyRunByHand() {
+        let byHand = BlockOperation {}
+        let dependentRan = Latch()
+        let dependent = signallingOperation(dependentRan)
+        dependent.addDependency(byHand)
+        let queue = OperationQueue()
+        queue.addOperation(dependent)
+        quietPeriod()
+        #expect(!dependentRan.isOpen, "the dependent ran before its dependency was started by hand")
+        byHand.start()
+        waitFor(dependentRan, "the queued dependent after its dependency finished by hand")
+    }
+
+    @Test func D2_operationsRunByHandHonourDependenciesBetweenThem() {
+        let log = Recorder<String>()
+        let a = loggingOperation("a", log)
+        let b = loggingOperation("b", log)
+        b.addDependency(a)
+        #expect(a.isReady && !b.isReady)
+        a.start()
+        #expect(b.isReady)
+        b.start()
+        #expect(log.snapshot == ["a", "b"])
+    }
+
+    // MARK: - D3
+
+    @Test func D3_removingAnUnfinishedDependencyLetsTheReceiverRunWhileTheDependencyIsStillBlocked() {
+        let suspended = OperationQueue()
+        suspended.isSuspended = true
+        let running = OperationQueue()
+        let dependencyRan = Latch()
+        let dependency = signallingOperation(dependencyRan, name: "dependency")
+        let receiverRan = Latch()
+        let receiver = signallingOperation(receiverRan, name: "receiver")
+        receiver.addDependency(dependency)
+        suspended.addOperation(dependency)
+        running.addOperation(receiver)
+        quietPeriod()
+        #expect(!receiverRan.isOpen && !receiver.isReady)
+
+        receiver.removeDependency(dependency)
+        #expect(receiver.dependencies.isEmpty)
+        guard waitFor(receiverRan, "the receiver to run after removeDependency") else { suspended.isSuspended = false; return }
+        #expect(!dependency.isFinished && !dependencyRan.isOpen, "the dependency is still held by its suspended queue")
+
+        suspended.isSuspended = false
+        waitFor(dependencyRan, "the dependency after its queue was resumed")
+    }
+
+    @Test func D3_removingADependencyThatIsNotOneChangesNothing() {
+        let a = BlockOperation {}
+        let b = BlockOperation {}
+        let stranger = BlockOperation {}
+        b.addDependency(a)
+        b.removeDependency(stranger)
+        #expect(b.dependencies == [a])
+        #expect(!b.isReady)
+        a.start()
+        #expect(b.isReady)
+    }
+
+    @Test func D3_removingAFinishedDependencyKeepsTheReceiverReady() {
+        let a = BlockOperation {}
+        let b = BlockOperation {}
+        b.addDependency(a)
+        a.start()
+        #expect(b.isReady)
+        b.removeDependency(a)
+        #expect(b.isReady && b.dependencies.isEmpty)
+        b.start()
+        #expect(b.isFinished)
+    }
+
+    // MARK: - D5
+
+    @Test func D5_dependenciesAreListedInTheOrderTheyWereAdded() {
+        let a = BlockOperation {}
+        let b = BlockOperation {}
+        let c = BlockOperation {}
+        let receiver = BlockOperation {}
+        #expect(receiver.dependencies.isEmpty)
+        receiver.addDependency(c)
+        receiver.addDependency(a)
+        receiver.addDependency(b)
+        #expect(receiver.dependencies == [c, a, b])
+        receiver.removeDependency(a)
+        #expect(receiver.dependencies == [c, b])
+        receiver.addDependency(a)
+        #expect(receiver.dependencies == [c, b, a])
+        // Finishing a dependency does not remove it from the list.
+        c.start()
+        #expect(receiver.dependencies == [c, b, a])
+    }
+
+    // MARK: - O8 in a graph
+
+    @Test func O8_cancelledPendingOperationBecomesReadyIsRetiredWithoutMainAndItsDependentsRun() {
+        let neverRun = BlockOperation {}
+        neverRun.name = "never run"
+        let mainRuns = Counter()
+        let pending = BlockOperation { mainRuns.increment() }
+        pending.name = "pending"
+        pending.addDependency(neverRun)
+        let dependentRan = Latch()
+        let dependent = signallingOperation(dependentRan, name: "dependent")
+        dependent.addDependency(pending)
+        let queue = OperationQueue()
+        queue.addOperations([pending, dependent], waitUntilFinished: false)
+        quietPeriod()
+        #expect(!pending.isReady && !dependentRan.isOpen)
+
+        pending.cancel()
+        #expect(pending.isReady, "a cancelled operation that has not started is ready")
+        guard waitFor(dependentRan, "the dependent of a cancelled pending operation to run") else { return }
+        #expect(pending.isFinished && pending.isCancelled)
+        #expect(mainRuns.current == 0, "main() of a cancelled operation ran")
+        #expect(!neverRun.isFinished)
+        waitUntilAllOperationsAreFinished(queue)
+    }
+}

@@ -1,0 +1,231 @@
+// MisuseTests.swift — programmer errors (SEMANTICS O4, O9, Q1, Q2, E2 and addDependency of
+// itself) trap with a message that names the operation (or queue) and says what was wrong.
+// Each case runs in a child process (a Swift Testing exit test); the test checks that the child
+// failed and that its standard error holds the message.
+//
+// Every child that waits for a trap on another thread arms a watchdog first: if the trap never
+// comes, the watchdog reports that on standard error and ends the child with success, so the
+// test fails with a message instead of hanging.
+import Glibc
+import Operations
+import Testing
+
+/// In a child: after `seconds`, write `message` to stderr and exit with success (so the parent's
+/// `.failure` expectation fails and shows why).
+func armWatchdog(_ message: String, seconds: Double = 10) {
+    onNewThread {
+        quietPeriod(seconds)
+        let line = "WATCHDOG: \(message) (no trap within \(seconds) s)\n"
+        _ = line.withCString { write(2, $0, strlen($0)) }
+        _exit(0)
+    }
+}
+
+/// Expects the child's standard error to contain every fragment.
+func expectStandardError(_ result: ExitTest.Result?, contains fragments: [String],
+                         sourceLocation: SourceLocation = #_sourceLocation) {
+    guard let result else { return }  // the exit expectation itself already failed
+    let text = String(decoding: result.standardErrorContent, as: UTF8.self)
+    for fragment in fragments {
+        #expect(text.contains(fragment), "standard error of the child lacks \"\(fragment)\":\n\(text)",
+                sourceLocation: sourceLocation)
+    }
+}
+
+/// Calls `start()` again from inside its own `main()`.
+final class ReentrantStartOperation: Operation, @unchecked Sendable {
+    override func main() { start() }
+}
+
+/// Calls `waitUntilFinished()` on itself from inside its own `main()`.
+final class SelfWaitingOperation: Operation, @unchecked Sendable {
+    override func main() { waitUntilFinished() }
+}
+
+// Exit tests work under ThreadSanitizer on this toolchain too (checked), so the suite runs there.
+@Suite
+struct MisuseTests {
+    // MARK: - Q1: adding
+
+    @Test func Q1_addingAnOperationTwiceToTheSameQueueTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let queue = OperationQueue()
+            queue.isSuspended = true
+            let operation = BlockOperation {}
+            operation.name = "twice-same-queue"
+            queue.addOperation(operation)
+            queue.addOperation(operation)
+        }
+        expectStandardError(result, contains: ["already in an OperationQueue", "\"twice-same-queue\""])
+    }
+
+    @Test func Q1_addingAnOperationToASecondQueueTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let first = OperationQueue()
+            first.isSuspended = true
+            let second = OperationQueue()
+            second.name = "second-queue"
+            let operation = BlockOperation {}
+            operation.name = "in-two-queues"
+            first.addOperation(operation)
+            second.addOperation(operation)
+        }
+        expectStandardError(result, contains: ["already in an OperationQueue", "\"in-two-queues\"", "\"second-queue\""])
+    }
+
+    @Test func Q1_addingAFinishedOperationTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let operation = BlockOperation {}
+            operation.name = "already-done"
+            operation.start()
+            OperationQueue().addOperation(operation)
+        }
+        expectStandardError(result, contains: ["already finished", "\"already-done\""])
+    }
+
+    @Test func Q1_addingAnOperationThatFinishedInAQueueToAnotherQueueTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            armWatchdog("the first queue did not finish its operation")
+            let operation = BlockOperation {}
+            operation.name = "finished-in-a-queue"
+            let first = OperationQueue()
+            first.addOperation(operation)
+            first.waitUntilAllOperationsAreFinished()
+            OperationQueue().addOperation(operation)
+        }
+        expectStandardError(result, contains: ["\"finished-in-a-queue\""])
+    }
+
+    @Test func Q1_theSameOperationTwiceInAddOperationsTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let operation = BlockOperation {}
+            operation.name = "listed-twice"
+            let other = BlockOperation {}
+            OperationQueue().addOperations([operation, other, operation], waitUntilFinished: false)
+        }
+        expectStandardError(result, contains: ["appears twice", "\"listed-twice\""])
+    }
+
+    // MARK: - O4: start()
+
+    @Test func O4_startOnAnOperationThatIsNotReadyTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let dependency = BlockOperation {}
+            let operation = BlockOperation {}
+            operation.name = "waits-for-a-dependency"
+            operation.addDependency(dependency)
+            operation.start()
+        }
+        expectStandardError(result, contains: ["not ready", "\"waits-for-a-dependency\""])
+    }
+
+    @Test func O4_startWhileAlreadyStartedTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let operation = ReentrantStartOperation()
+            operation.name = "started-twice"
+            operation.start()
+        }
+        expectStandardError(result, contains: ["already started", "\"started-twice\""])
+    }
+
+    @Test func O4_startByHandOnAQueuedOperationTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let queue = OperationQueue()
+            queue.isSuspended = true
+            let operation = BlockOperation {}
+            operation.name = "queued-then-started"
+            queue.addOperation(operation)
+            operation.start()
+        }
+        expectStandardError(result, contains: ["in an OperationQueue", "\"queued-then-started\""])
+    }
+
+    // MARK: - O6: addExecutionBlock
+
+    @Test func O6_addExecutionBlockAfterStartTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let operation = BlockOperation {}
+            operation.name = "blocks-closed"
+            operation.start()
+            operation.addExecutionBlock {}
+        }
+        expectStandardError(result, contains: ["after it started", "\"blocks-closed\""])
+    }
+
+    @Test func O6_addExecutionBlockFromInsideARunningBlockTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            armWatchdog("addExecutionBlock from inside a running block did not trap")
+            let operation = BlockOperation()
+            operation.name = "adds-to-itself"
+            operation.addExecutionBlock { [unowned operation] in operation.addExecutionBlock {} }
+            let queue = OperationQueue()
+            queue.addOperation(operation)
+            operation.waitUntilFinished()
+            quietPeriod(30)
+        }
+        expectStandardError(result, contains: ["after it started", "\"adds-to-itself\""])
+    }
+
+    // MARK: - O9 / Q6: waits from inside
+
+    @Test func O9_waitUntilFinishedFromInsideTheSameQueuedOperationTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            armWatchdog("waitUntilFinished() from inside its own (queued) operation did not trap")
+            let operation = SelfWaitingOperation()
+            operation.name = "waits-for-itself"
+            let queue = OperationQueue()
+            queue.addOperation(operation)
+            quietPeriod(30)
+        }
+        expectStandardError(result, contains: ["from inside its own work", "\"waits-for-itself\""])
+    }
+
+    // Regression: started by hand (not by a queue worker), an operation that waits for itself
+    // must trap too (O9), not hang. A watchdog turns a hang into exit code 0, which fails.
+    @Test func O9_waitUntilFinishedFromInsideTheSameOperationStartedByHandTraps() async {
+        let result = await #expect(
+            processExitsWith: .failure, observing: [\.standardErrorContent],
+            "exit code 0 means the watchdog fired: waitUntilFinished() from inside the operation hung instead of trapping"
+        ) {
+            armWatchdog("waitUntilFinished() from inside its own operation, started by hand, did not trap", seconds: 2)
+            let operation = SelfWaitingOperation()
+            operation.name = "waits-for-itself-by-hand"
+            operation.start()
+        }
+        expectStandardError(result, contains: ["from inside its own work", "\"waits-for-itself-by-hand\""])
+    
+    }
+
+    @Test func Q6_waitUntilAllOperationsAreFinishedFromInsideAnOperationOfTheSameQueueTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            armWatchdog("waitUntilAllOperationsAreFinished() from one of the queue's operations did not trap")
+            let queue = OperationQueue()
+            queue.name = "self-waiting-queue"
+            queue.addOperation { OperationQueue.current?.waitUntilAllOperationsAreFinished() }
+            quietPeriod(30)
+        }
+        expectStandardError(result, contains: ["from one of its own operations", "\"self-waiting-queue\""])
+    }
+
+    // MARK: - Q2: width
+
+    @Test func Q2_negativeMaxConcurrentOperationCountOtherThanTheDefaultTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let queue = OperationQueue()
+            queue.name = "minus-two"
+            queue.maxConcurrentOperationCount = -2
+        }
+        expectStandardError(result, contains: ["maxConcurrentOperationCount", "-2", "\"minus-two\""])
+    }
+
+    // MARK: - D1: a dependency on itself
+
+    @Test func D1_addDependencyOfItselfTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let operation = BlockOperation {}
+            operation.name = "own-dependency"
+            operation.addDependency(operation)
+        }
+        expectStandardError(result, contains: ["itself", "\"own-dependency\""])
+    }
+}

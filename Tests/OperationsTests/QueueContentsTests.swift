@@ -1,0 +1,112 @@
+// QueueContentsTests.swift — what a queue holds (SEMANTICS Q5, Q7, Q9, Q12): `operations` and
+// `operationCount`, `cancelAllOperations()`, barrier blocks, and operations being freed after
+// they finished.
+import Operations
+import Testing
+
+/// An operation that opens a latch when it is freed.
+private final class FreedOperation: Operation, @unchecked Sendable {
+    let freed: Latch
+    init(freed: Latch) {
+        self.freed = freed
+        super.init()
+    }
+    deinit { freed.open() }
+}
+
+@Suite
+struct QueueContentsTests {
+    @Test func Q7_operationsListsUnfinishedOperationsInTheOrderTheyWereAdded() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let added = (0..<50).map { index -> BlockOperation in
+            let operation = BlockOperation {}
+            operation.name = "op\(index)"
+            return operation
+        }
+        for operation in added { queue.addOperation(operation) }
+        #expect(queue.operations == added, "operations must list what was added, in order")
+        #expect(queue.operationCount == 50)
+        queue.isSuspended = false
+        guard waitUntilAllOperationsAreFinished(queue) else { return }
+        #expect(queue.operations.isEmpty)
+        #expect(queue.operationCount == 0)
+    }
+
+    @Test func Q5_cancelAllOperationsCancelsEveryOperationAndNoneRuns() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let ran = Counter()
+        let completions = Counter()
+        let operations = (0..<20).map { _ -> BlockOperation in
+            let operation = BlockOperation { ran.increment() }
+            operation.completionBlock = { completions.increment() }
+            return operation
+        }
+        queue.addOperations(operations, waitUntilFinished: false)
+        queue.cancelAllOperations()
+        #expect(operations.allSatisfy { $0.isCancelled }, "every operation in the queue is cancelled")
+        queue.isSuspended = false
+        guard waitUntilAllOperationsAreFinished(queue) else { return }
+        #expect(ran.current == 0, "a cancelled operation ran its block")
+        #expect(completions.current == 20, "every completion block runs once, also when cancelled (O7)")
+        #expect(operations.allSatisfy { $0.isFinished })
+    }
+
+    @Test func Q9_aBarrierRunsAfterEverythingBeforeItAndBeforeEverythingAfterIt() {
+        let queue = OperationQueue()
+        let log = Recorder<String>()
+        let before = (0..<30).map { loggingOperation("before\($0)", log) }
+        let after = (0..<30).map { loggingOperation("after\($0)", log) }
+        for operation in before { queue.addOperation(operation) }
+        queue.addBarrierBlock { log.append("barrier") }
+        for operation in after { queue.addOperation(operation) }
+        guard waitUntilAllOperationsAreFinished(queue) else { return }
+        let entries = log.snapshot
+        guard let barrier = entries.firstIndex(of: "barrier") else {
+            Issue.record("the barrier block did not run: \(entries)")
+            return
+        }
+        #expect(entries[..<barrier].allSatisfy { $0.hasPrefix("before") }, "\(entries)")
+        #expect(entries[(barrier + 1)...].allSatisfy { $0.hasPrefix("after") }, "\(entries)")
+        #expect(entries.count == 61)
+    }
+
+    @Test func Q7_Q12_barriersAreNotListedAndWaitsIncludeThem() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let ran = Counter()
+        let operation = BlockOperation {}
+        queue.addOperation(operation)
+        queue.addBarrierBlock { ran.increment() }
+        #expect(queue.operations == [operation], "barrier blocks are not listed")
+        queue.isSuspended = false
+        guard waitUntilAllOperationsAreFinished(queue) else { return }
+        #expect(ran.current == 1, "waitUntilAllOperationsAreFinished returns after the barrier ran")
+    }
+
+    @Test func Q12_cancelAllOperationsCancelsABarrierThatHasNotRun() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let barrierRan = Counter()
+        queue.addOperation(BlockOperation {})
+        queue.addBarrierBlock { barrierRan.increment() }
+        queue.cancelAllOperations()
+        let later = Counter()
+        queue.addOperation { later.increment() }
+        queue.isSuspended = false
+        guard waitUntilAllOperationsAreFinished(queue) else { return }
+        #expect(barrierRan.current == 0, "a cancelled barrier's block never runs")
+        #expect(later.current == 1, "operations added after cancelAllOperations still run")
+    }
+
+    @Test func Q11_finishedOperationsAreFreedOnceTheQueueIsIdle() {
+        let queue = OperationQueue()
+        let freed = Latch()
+        do {
+            for _ in 0..<10 { queue.addOperation(FreedOperation(freed: freed)) }
+        }
+        guard waitUntilAllOperationsAreFinished(queue) else { return }
+        waitFor(freed, "the 10 finished operations to be freed", count: 10)
+    }
+}

@@ -1,0 +1,518 @@
+// QueueTests.swift — operation queues (SEMANTICS Q1, Q2, Q4, Q6, Q8, Q10, Q11) and priorities
+// (P2, P4, P5): adding, width, suspension, waits, the current queue, QoS, a queue's own
+// lifetime, queue priorities, thread priority and quality of service as nice values.
+import Glibc
+import Operations
+import Testing
+
+/// A queue that opens a latch when it is freed.
+private final class TrackedQueue: OperationQueue, @unchecked Sendable {
+    let freed: Latch
+    init(freed: Latch) {
+        self.freed = freed
+        super.init()
+    }
+    deinit { freed.open() }
+}
+
+/// An operation that, when it runs, adds the next one of a chain to its own queue.
+private final class SpawningOperation: Operation, @unchecked Sendable {
+    let depth: Int
+    let maxDepth: Int
+    let finished: Counter
+    init(depth: Int, maxDepth: Int, finished: Counter) {
+        self.depth = depth
+        self.maxDepth = maxDepth
+        self.finished = finished
+        super.init()
+    }
+    override func main() {
+        quietPeriod(0.01)
+        if depth < maxDepth, let queue = OperationQueue.current {
+            queue.addOperation(SpawningOperation(depth: depth + 1, maxDepth: maxDepth, finished: finished))
+        }
+        quietPeriod(0.01)
+        finished.increment()
+    }
+}
+
+/// Records the nice value of the thread running main() and running the completion block.
+private final class NiceProbe: Operation, @unchecked Sendable {
+    let inMain = Locked<Int32?>(nil)
+    let inCompletion = Locked<Int32?>(nil)
+    let completed = Latch()
+    override init() {
+        super.init()
+        completionBlock = { [unowned self] in
+            inCompletion.withLock { $0 = threadNice() }
+            completed.open()
+        }
+    }
+    override func main() { inMain.withLock { $0 = threadNice() } }
+    var mainNice: Int32? { inMain.withLock { $0 } }
+    var completionNice: Int32? { inCompletion.withLock { $0 } }
+}
+
+@Suite struct QueueTests {
+    // MARK: - Q1
+
+    @Test func Q1_addOperationAndAddOperationWithAClosureRun() {
+        let queue = OperationQueue()
+        let ran = Latch()
+        queue.addOperation(signallingOperation(ran))
+        queue.addOperation { ran.arrive() }
+        waitFor(ran, "an added operation and an added closure to run", count: 2)
+    }
+
+    @Test func Q1_addOperationsWaitingReturnsOnlyAfterAllFinished() {
+        let queue = OperationQueue()
+        let counter = Counter()
+        let operations = (0..<8).map { index in
+            BlockOperation {
+                quietPeriod(0.005 * Double(index % 4))
+                counter.increment()
+            }
+        }
+        let atReturn = Locked<(count: Int, allFinished: Bool)?>(nil)
+        runOnNewThread("addOperations(_:waitUntilFinished: true) to return") {
+            queue.addOperations(operations, waitUntilFinished: true)
+            atReturn.withLock { $0 = (counter.current, operations.allSatisfy { $0.isFinished }) }
+        }
+        let seen = atReturn.withLock { $0 }
+        #expect(seen?.count == 8, "addOperations(waitUntilFinished: true) returned after \(String(describing: seen?.count)) of 8 bodies")
+        #expect(seen?.allFinished == true)
+    }
+
+    @Test func Q1_addOperationsWithoutWaitingReturnsAndRunsTheBatch() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let ran = Latch()
+        let operations = (0..<5).map { _ in signallingOperation(ran) }
+        queue.addOperations(operations, waitUntilFinished: false)  // returns although nothing can run
+        #expect(queue.operationCount == 5)
+        queue.isSuspended = false
+        waitFor(ran, "the batch to run", count: 5)
+    }
+
+    // MARK: - Q2
+
+    @Test func Q2_newQueueReportsTheDefaultWidth() {
+        let queue = OperationQueue()
+        #expect(OperationQueue.defaultMaxConcurrentOperationCount == -1)
+        #expect(queue.maxConcurrentOperationCount == OperationQueue.defaultMaxConcurrentOperationCount)
+        queue.maxConcurrentOperationCount = 3
+        #expect(queue.maxConcurrentOperationCount == 3)
+        queue.maxConcurrentOperationCount = OperationQueue.defaultMaxConcurrentOperationCount
+        #expect(queue.maxConcurrentOperationCount == -1)
+    }
+
+    @Test func Q2_widthOneNeverRunsTwoOperationsAtOnce() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let gauge = ConcurrencyGauge()
+        let operations = (0..<40).map { _ in
+            BlockOperation {
+                gauge.enter()
+                quietPeriod(0.001)
+                gauge.leave()
+            }
+        }
+        for operation in operations { queue.addOperation(operation) }
+        guard waitUntilAllOperationsAreFinished(queue) else { return }
+        #expect(gauge.maximum == 1, "a width-1 queue ran \(gauge.maximum) operations at once")
+        #expect(operations.allSatisfy { $0.isFinished })
+    }
+
+    @Test func Q2_widthTwoNeverRunsMoreThanTwoAsynchronousOperationsUntilTheyPostIsFinished() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 2
+        let release = Latch()
+        let held = [heldMyOperation(release), heldMyOperation(release)]
+        let thirdRan = Latch()
+        for operation in held { queue.addOperation(operation) }
+        queue.addOperation(signallingOperation(thirdRan))
+        guard waitFor(held[0].mainStarted, "the first asynchronous operation"),
+              waitFor(held[1].mainStarted, "the second asynchronous operation") else { release.open(); return }
+        quietPeriod()
+        #expect(!thirdRan.isOpen, "a third operation started while two asynchronous ones held both slots")
+        release.open()
+        waitFor(thirdRan, "the third operation once a slot was freed")
+    }
+
+    @Test func Q2_widthZeroStartsNothingUntilRaised() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 0
+        let ran = Latch()
+        for _ in 0..<3 { queue.addOperation(signallingOperation(ran)) }
+        quietPeriod()
+        #expect(ran.arrivals == 0, "a width-0 queue started \(ran.arrivals) operations")
+        #expect(queue.operationCount == 3)
+        queue.maxConcurrentOperationCount = 1
+        waitFor(ran, "the waiting operations after raising the width from 0", count: 3)
+    }
+
+    @Test func Q2_raisingTheWidthStartsWaitingOperationsAtOnceAndLoweringItStopsNoRunningOne() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let release = Latch()
+        let first = heldMyOperation(release)
+        let second = heldMyOperation(release)
+        queue.addOperation(first)
+        queue.addOperation(second)
+        guard waitFor(first.mainStarted, "the first operation") else { release.open(); return }
+        quietPeriod()
+        #expect(!second.mainStarted.isOpen)
+        queue.maxConcurrentOperationCount = 2
+        guard waitFor(second.mainStarted, "the second operation after raising the width") else { release.open(); return }
+        queue.maxConcurrentOperationCount = 1
+        quietPeriod()
+        #expect(first.isExecuting && second.isExecuting && !first.isCancelled && !second.isCancelled,
+                "lowering the width stopped a running operation")
+        release.open()
+        waitUntilAllOperationsAreFinished(queue)
+        #expect(first.isFinished && second.isFinished)
+    }
+
+    // MARK: - Q4
+
+    @Test func Q4_suspendedQueueStartsNothingUntilResumedAndRunningOperationsGoOn() {
+        let queue = OperationQueue()
+        #expect(!queue.isSuspended)
+        let release = Latch()
+        let running = heldMyOperation(release)
+        queue.addOperation(running)
+        guard waitFor(running.mainStarted, "the running operation") else { release.open(); return }
+        queue.isSuspended = true
+        #expect(queue.isSuspended)
+        let ran = Latch()
+        for _ in 0..<3 { queue.addOperation(signallingOperation(ran)) }
+        release.open()
+        guard waitUntilFinished(running, "the operation that was running when the queue was suspended") else { return }
+        quietPeriod()
+        #expect(ran.arrivals == 0, "a suspended queue started \(ran.arrivals) operations")
+        #expect(queue.operationCount == 3)
+        queue.isSuspended = false
+        #expect(!queue.isSuspended)
+        waitFor(ran, "the operations after resuming", count: 3)
+    }
+
+    @Test func Q4_operationCancelledWhileItsQueueIsSuspendedStaysCountedUntilResumedThenFinishesWithoutRunning() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let mainRuns = Counter()
+        let completions = Counter()
+        let operation = BlockOperation { mainRuns.increment() }
+        operation.completionBlock = { completions.increment() }
+        queue.addOperation(operation)
+        operation.cancel()
+        quietPeriod()
+        #expect(!operation.isFinished, "a cancelled operation of a suspended queue finished before the queue was resumed")
+        #expect(queue.operationCount == 1)
+        #expect(completions.current == 0)
+        queue.isSuspended = false
+        guard waitUntilFinished(operation) else { return }
+        #expect(mainRuns.current == 0)
+        #expect(completions.current == 1)
+        waitUntilAllOperationsAreFinished(queue)
+        #expect(queue.operationCount == 0)
+    }
+
+    // MARK: - Q6
+
+    @Test func Q6_waitUntilAllOperationsAreFinishedAlsoWaitsForOperationsAddedByARunningOperation() {
+        let queue = OperationQueue()
+        let finished = Counter()
+        queue.addOperation(SpawningOperation(depth: 0, maxDepth: 5, finished: finished))
+        let countAtReturn = Locked<Int?>(nil)
+        runOnNewThread("waitUntilAllOperationsAreFinished() to return") {
+            queue.waitUntilAllOperationsAreFinished()
+            countAtReturn.withLock { $0 = finished.current }
+        }
+        #expect(countAtReturn.withLock { $0 } == 6,
+                "waitUntilAllOperationsAreFinished() returned after \(String(describing: countAtReturn.withLock { $0 })) of 6 chained operations")
+        #expect(queue.operationCount == 0)
+    }
+
+    @Test func Q6_waitOnAnEmptyQueueReturnsAtOnce() {
+        let queue = OperationQueue()
+        waitUntilAllOperationsAreFinished(queue, seconds: 5)
+    }
+
+    // MARK: - Q8
+
+    @Test func Q8_currentIsTheQueueRunningTheOperationAndNilElsewhere() {
+        let first = OperationQueue()
+        first.name = "first"
+        let second = OperationQueue()
+        second.name = "second"
+        let seen = Recorder<String>()
+        let a = BlockOperation { seen.append("a:\(OperationQueue.current.map { $0 === first ? "first" : "other" } ?? "nil")") }
+        let b = BlockOperation { seen.append("b:\(OperationQueue.current.map { $0 === second ? "second" : "other" } ?? "nil")") }
+        first.addOperation(a)
+        second.addOperation(b)
+        waitUntilFinished(a)
+        waitUntilFinished(b)
+        #expect(Set(seen.snapshot) == ["a:first", "b:second"])
+
+        #expect(OperationQueue.current == nil, "a test's own thread is no queue's")
+        let onThread = Locked<Bool?>(nil)
+        runOnNewThread("a plain thread") { onThread.withLock { $0 = OperationQueue.current == nil } }
+        #expect(onThread.withLock { $0 } == true)
+
+        // An operation started by hand on a plain thread has no current queue either.
+        let byHandSaw = Locked<Bool?>(nil)
+        let byHand = BlockOperation { byHandSaw.withLock { $0 = OperationQueue.current == nil } }
+        runOnNewThread("an operation started by hand") { byHand.start() }
+        #expect(byHandSaw.withLock { $0 } == true)
+    }
+
+    // MARK: - Q10
+
+    @Test func Q10_newQueueReportsDefaultQualityOfService() {
+        let queue = OperationQueue()
+        #expect(queue.qualityOfService == .default)
+        queue.qualityOfService = .utility
+        #expect(queue.qualityOfService == .utility)
+        queue.qualityOfService = .userInteractive
+        #expect(queue.qualityOfService == .userInteractive)
+        #expect(BlockOperation().qualityOfService == .default)
+        #expect(BlockOperation().threadPriority == 0.5)
+        #expect(BlockOperation().queuePriority == .normal)
+    }
+
+    // MARK: - Q11
+
+    @Test func Q11_droppingTheLastReferenceToABusyQueueDoesNotStopItsWork() {
+        let count = 1000
+        let completed = Latch()
+        let bodies = Counter()
+        let freed = Latch()
+        let sawLiveQueue = Counter()
+        do {
+            let queue = TrackedQueue(freed: freed)
+            for _ in 0..<count {
+                let operation = BlockOperation {
+                    bodies.increment()
+                    if OperationQueue.current != nil { sawLiveQueue.increment() }
+                }
+                operation.completionBlock = { completed.arrive() }
+                queue.addOperation(operation)
+            }
+        }
+        guard waitFor(completed, "the completion blocks of \(count) operations of a dropped queue", count: count) else {
+            Issue.record("bodies run: \(bodies.current)")
+            return
+        }
+        #expect(bodies.current == count)
+        #expect(sawLiveQueue.current == count)
+        waitFor(freed, "the dropped queue to be freed after its last operation finished")
+    }
+
+    @Test func Q11_queueDroppedWhileSuspendedWorkIsHeldIsFreedAfterItsLastOperationFinished() {
+        let freed = Latch()
+        let release = Latch()
+        let operation = heldMyOperation(release)
+        do {
+            let queue = TrackedQueue(freed: freed)
+            queue.addOperation(operation)
+        }
+        guard waitFor(operation.mainStarted, "the operation of a dropped queue to start") else { release.open(); return }
+        quietPeriod()
+        #expect(!freed.isOpen, "a queue was freed while it still held an unfinished operation")
+        release.open()
+        waitFor(freed, "the queue to be freed after its last operation finished")
+    }
+
+    @Test func Q11_droppedQueueOfAsynchronousOperationsFinishesThemAll() {
+        let count = 100
+        let completed = Latch()
+        let freed = Latch()
+        do {
+            let queue = TrackedQueue(freed: freed)
+            queue.maxConcurrentOperationCount = 4
+            for _ in 0..<count {
+                let operation = MyOperation()
+                operation.completionBlock = { completed.arrive() }
+                queue.addOperation(operation)
+            }
+        }
+        waitFor(completed, "the completion blocks of \(count) asynchronous operations of a dropped queue", count: count)
+        waitFor(freed, "the dropped queue to be freed")
+    }
+
+    @Test func Q8_queuesAreHashableByIdentityAndDescribedByName() {
+        let first = OperationQueue()
+        let second = OperationQueue()
+        #expect(first == first && first != second)
+        #expect(Set([first, second, first]).count == 2)
+        #expect(first.name == nil)
+        first.name = "downloads"
+        #expect(first.name == "downloads")
+        #expect(first.description.contains("OperationQueue") && first.description.contains("\"downloads\""))
+    }
+
+    // MARK: - P2
+
+    private static let priorities: [Operation.QueuePriority] = [.veryLow, .low, .normal, .high, .veryHigh]
+
+    @Test func P2_serialQueueStartsHigherPriorityFirstAndFIFOWithinAPriority() {
+        var random = SeededGenerator("P2_serialQueueStartsHigherPriorityFirstAndFIFOWithinAPriority")
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.isSuspended = true
+        let log = Recorder<Int>()
+        let assigned = (0..<30).map { _ in Self.priorities.randomElement(using: &random)! }
+        let operations = assigned.enumerated().map { index, priority in
+            let operation = BlockOperation { log.append(index) }
+            operation.queuePriority = priority
+            return operation
+        }
+        for operation in operations { queue.addOperation(operation) }
+        queue.isSuspended = false
+        guard waitUntilAllOperationsAreFinished(queue) else { return }
+        // Stable sort: higher priority first, order of addition within a priority.
+        let expected = assigned.indices.sorted { lhs, rhs in
+            assigned[lhs].rawValue != assigned[rhs].rawValue ? assigned[lhs].rawValue > assigned[rhs].rawValue : lhs < rhs
+        }
+        #expect(log.snapshot == expected, "priorities by index: \(assigned.map(\.rawValue)) (seed \(random.seed))")
+    }
+
+    @Test func P2_veryHighStartsBeforeEarlierAddedNormalAndLowOnes() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.isSuspended = true
+        let log = Recorder<String>()
+        let names: [(String, Operation.QueuePriority)] = [("low", .low), ("normal1", .normal), ("veryHigh1", .veryHigh),
+                                                          ("normal2", .normal), ("veryHigh2", .veryHigh), ("veryLow", .veryLow), ("high", .high)]
+        for (name, priority) in names {
+            let operation = loggingOperation(name, log)
+            operation.queuePriority = priority
+            queue.addOperation(operation)
+        }
+        queue.isSuspended = false
+        guard waitUntilAllOperationsAreFinished(queue) else { return }
+        #expect(log.snapshot == ["veryHigh1", "veryHigh2", "high", "normal1", "normal2", "low", "veryLow"])
+    }
+
+    @Test func P2_readinessComesBeforePriority() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.isSuspended = true
+        let log = Recorder<String>()
+        let blocker = BlockOperation {}
+        let high = loggingOperation("veryHigh, not ready", log)
+        high.queuePriority = .veryHigh
+        high.addDependency(blocker)
+        let low = loggingOperation("veryLow, ready", log)
+        low.queuePriority = .veryLow
+        queue.addOperation(high)
+        queue.addOperation(low)
+        queue.isSuspended = false
+        guard waitUntilFinished(low) else { return }
+        quietPeriod()
+        #expect(log.snapshot == ["veryLow, ready"])
+        blocker.start()
+        guard waitUntilFinished(high) else { return }
+        #expect(log.snapshot == ["veryLow, ready", "veryHigh, not ready"])
+    }
+
+    @Test func Q7_P2_batchAddedToARunningSerialQueueStartsInPriorityOrder() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let log = Recorder<String>()
+        let batch: [(String, Operation.QueuePriority)] = [("low", .low), ("normal", .normal), ("veryHigh", .veryHigh), ("high", .high)]
+        let operations = batch.map { name, priority in
+            let operation = loggingOperation(name, log)
+            operation.queuePriority = priority
+            return operation
+        }
+        queue.addOperations(operations, waitUntilFinished: false)
+        guard waitUntilAllOperationsAreFinished(queue) else { return }
+        #expect(log.snapshot == ["veryHigh", "high", "normal", "low"])
+    }
+
+    // Regression: every execution block of a BlockOperation runs at the operation's QoS nice
+    // (P5), also the ones concurrentPerform hands to libdispatch threads.
+    @Test(arguments: [QualityOfService.userInteractive, .background, .utility, .userInitiated])
+    func P5_everyExecutionBlockOfABlockOperationRunsAtItsQualityOfService(qos: QualityOfService) {
+      let queue = OperationQueue()
+      queue.qualityOfService = qos
+      let nices = Recorder<Int32>()
+      let operation = BlockOperation { nices.append(threadNice()); quietPeriod(0.01) }
+      for _ in 0..<5 { operation.addExecutionBlock { nices.append(threadNice()); quietPeriod(0.01) } }
+      queue.addOperation(operation)
+      guard waitUntilFinished(operation) else { return }
+      #expect(nices.snapshot == Array(repeating: expectedNice(qos), count: 6),
+              "nice values of the 6 blocks of a BlockOperation on a \(qos) queue (expected \(expectedNice(qos)) each)")
+    
+    }
+
+    // MARK: - P4
+
+    @Test(arguments: [(QualityOfService.default, 1.0), (.default, 0.0), (.userInitiated, 1.0), (.utility, 0.0), (.background, 0.25)])
+    func P4_threadPriorityAppliesToMainOnlyAndTheCompletionBlockRunsAtTheClassValue(queueQoS: QualityOfService, threadPriority: Double) {
+        let queue = OperationQueue()
+        queue.qualityOfService = queueQoS
+        let probe = NiceProbe()
+        probe.threadPriority = threadPriority
+        #expect(probe.threadPriority == threadPriority)
+        queue.addOperation(probe)
+        guard waitFor(probe.completed, "the completion block") else { return }
+        #expect(probe.mainNice == expectedNice(queueQoS, threadPriority: threadPriority),
+                "nice in main() at threadPriority \(threadPriority) on a \(queueQoS) queue (table \(OperationsRuntime.niceTable))")
+        #expect(probe.completionNice == expectedNice(queueQoS),
+                "nice in the completion block (threadPriority \(threadPriority), \(queueQoS) queue)")
+    }
+
+    @Test func P4_threadPriorityOfAnOperationStartedByHandIsRestoredWhenMainReturns() {
+        let probe = NiceProbe()
+        probe.threadPriority = 1.0
+        let before = Locked<Int32?>(nil)
+        let after = Locked<Int32?>(nil)
+        runOnNewThread("an operation started by hand") {
+            before.withLock { $0 = threadNice() }
+            probe.start()
+            after.withLock { $0 = threadNice() }
+        }
+        #expect(probe.mainNice == expectedNice(.default, threadPriority: 1.0))
+        #expect(after.withLock { $0 } == before.withLock { $0 }, "start() left the calling thread at another nice value")
+        #expect(probe.completionNice == before.withLock { $0 }, "the completion block ran at main()'s thread priority")
+    }
+
+    @Test func P4_threadPriorityIsClampedToTheUnitInterval() {
+        let operation = BlockOperation()
+        operation.threadPriority = 7
+        #expect(operation.threadPriority == 1.0)
+        operation.threadPriority = -3
+        #expect(operation.threadPriority == 0.0)
+    }
+
+    // MARK: - P5
+
+    @Test func P5_operationQualityOfServiceOverridesItsQueuesAndOperationsWithoutOneTakeTheQueues() {
+        #expect(OperationsRuntime.negativeNiceAllowed || getuid() != 0, "root may use negative nice values")
+        let queue = OperationQueue()
+        queue.qualityOfService = .utility
+        let interactive = NiceProbe()
+        interactive.qualityOfService = .userInteractive
+        #expect(interactive.qualityOfService == .userInteractive)
+        let inherited = NiceProbe()
+        let backgroundHighPriority = NiceProbe()
+        backgroundHighPriority.qualityOfService = .background
+        backgroundHighPriority.threadPriority = 1.0
+        queue.addOperations([interactive, inherited, backgroundHighPriority], waitUntilFinished: false)
+        for probe in [interactive, inherited, backgroundHighPriority] {
+            guard waitFor(probe.completed, "a probe's completion block") else { return }
+        }
+        let table = OperationsRuntime.niceTable
+        #expect(interactive.mainNice == expectedNice(.userInteractive),
+                "userInteractive operation on a utility queue (table \(table))")
+        #expect(inherited.mainNice == expectedNice(.utility), "operation without its own QoS on a utility queue (table \(table))")
+        #expect(backgroundHighPriority.mainNice == expectedNice(.background, threadPriority: 1.0),
+                "background operation at thread priority 1.0 (table \(table))")
+        #expect(backgroundHighPriority.completionNice == expectedNice(.background))
+        if getuid() == 0 {
+            #expect(expectedNice(.userInteractive) < 0, "as root the userInteractive class runs at a negative nice value")
+        }
+    }
+}

@@ -1,0 +1,117 @@
+// Sync.swift — test-side synchronisation that does not use the library under test: a lock on a
+// pthread mutex, a value behind it, a latch with a deadline, and threads of our own.
+//
+// Not Synchronization.Mutex: ThreadSanitizer on this toolchain does not see its futex-based lock
+// and would report false races on the protected values. pthread mutexes and NSCondition are
+// intercepted by TSan.
+import Foundation
+import Glibc
+import Testing
+
+/// A pthread mutex.
+final class Lock: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    init() {
+        mutex = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+}
+
+/// A value behind a `Lock`.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = Lock()
+    private var value: Value  // guarded by `lock`
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        try lock.withLock { try body(&value) }
+    }
+
+}
+
+/// Counts arrivals; `wait(for:seconds:)` blocks until the count reaches a target or the deadline
+/// passes. With a target of 1 it is a gate: `open()` once, any number of waiters pass.
+final class Latch: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var count = 0  // guarded by `condition`
+
+    init() {}
+
+    func arrive() {
+        condition.lock()
+        count += 1
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func open() { arrive() }
+
+    var arrivals: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return count
+    }
+
+    var isOpen: Bool { arrivals > 0 }
+
+    /// Returns false when `seconds` passed before `target` arrivals.
+    @discardableResult
+    func wait(for target: Int = 1, seconds: Double = Limits.waitSeconds) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        condition.lock()
+        defer { condition.unlock() }
+        while count < target {
+            if !condition.wait(until: deadline) { return count >= target }
+        }
+        return true
+    }
+}
+
+/// Waits for `target` arrivals at `latch`; on timeout records an issue naming `what` and returns
+/// false (the caller should then stop: what it waited for did not happen).
+@discardableResult
+func waitFor(_ latch: Latch, _ what: String, count target: Int = 1, seconds: Double = Limits.waitSeconds,
+            sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+    if latch.wait(for: target, seconds: seconds) { return true }
+    Issue.record("timed out after \(seconds) s waiting for \(what) (\(latch.arrivals)/\(target) arrivals)",
+                 sourceLocation: sourceLocation)
+    return false
+}
+
+/// Calls `body` on a new thread (a `Foundation.Thread`, which is not one of Swift Testing's
+/// workers nor one of the runtime's), and returns a latch that opens when it returned.
+@discardableResult
+func onNewThread(_ body: @escaping @Sendable () -> Void) -> Latch {
+    let done = Latch()
+    Thread.detachNewThread {
+        body()
+        done.open()
+    }
+    return done
+}
+
+/// Runs `body` on a new thread and waits for it (bounded). Records an issue on timeout.
+func runOnNewThread(_ what: String, seconds: Double = Limits.waitSeconds,
+                    sourceLocation: SourceLocation = #_sourceLocation, _ body: @escaping @Sendable () -> Void) {
+    let done = onNewThread(body)
+    waitFor(done, what, seconds: seconds, sourceLocation: sourceLocation)
+}
+
+/// Kernel thread id of the calling thread (gettid(2), looked up: Glibc does not export it without
+/// _GNU_SOURCE).
+private typealias GetTid = @convention(c) () -> pid_t
+private let gettidFunction: GetTid? = dlsym(nil, "gettid").map { unsafeBitCast($0, to: GetTid.self) }
+func currentThreadID() -> Int32 { gettidFunction?() ?? -1 }

@@ -1,0 +1,44 @@
+// Waits.swift — the library's blocking waits, bounded: each runs on a thread of its own and the
+// test waits for that thread with a deadline, so a wait that never returns fails the test with a
+// message instead of hanging the run.
+import Operations
+import Testing
+
+/// `operation.waitUntilFinished()` with a deadline. Returns false (and records an issue) on timeout.
+@discardableResult
+func waitUntilFinished(_ operation: Operation, _ what: String? = nil, seconds: Double = Limits.waitSeconds,
+                       sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+    // The waiting thread drops its reference before it reports back, so the operation's last
+    // release never depends on when Foundation frees the thread's closure.
+    let box = Locked<Operation?>(operation)
+    let done = onNewThread {
+        let operation = box.withLock { $0 }
+        operation?.waitUntilFinished()
+        box.withLock { $0 = nil }
+    }
+    return waitFor(done, "waitUntilFinished() of \(what ?? operation.description) to return",
+                   seconds: seconds, sourceLocation: sourceLocation)
+}
+
+/// `queue.waitUntilAllOperationsAreFinished()` with a deadline.
+@discardableResult
+func waitUntilAllOperationsAreFinished(_ queue: OperationQueue, seconds: Double = Limits.waitSeconds,
+                                       sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+    let done = onNewThread { queue.waitUntilAllOperationsAreFinished() }
+    return waitFor(done, "waitUntilAllOperationsAreFinished() of \(queue) to return (operationCount \(queue.operationCount))",
+                   seconds: seconds, sourceLocation: sourceLocation)
+}
+
+/// A `BlockOperation` named `name` that appends `name` to `log` when it runs.
+func loggingOperation(_ name: String, _ log: Recorder<String>) -> BlockOperation {
+    let operation = BlockOperation { log.append(name) }
+    operation.name = name
+    return operation
+}
+
+/// A `BlockOperation` that opens `latch` when it runs.
+func signallingOperation(_ latch: Latch, name: String? = nil) -> BlockOperation {
+    let operation = BlockOperation { latch.open() }
+    operation.name = name
+    return operation
+}
