@@ -49,6 +49,8 @@ static pthread_once_t op_nice_once = PTHREAD_ONCE_INIT;
 
 int op_current_tid(void) { return (int)syscall(SYS_gettid); }
 
+int op_current_thread_id(void) { return op_current_tid(); }
+
 static bool op_has_cap_sys_nice(void) {
     struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
     struct __user_cap_data_struct data[2];

@@ -344,6 +344,12 @@ size_t op_queue_unfinished(const op_queue_t *queue) {
 
 op_queue_t *op_queue_current(void) { return op_tls_queue; }
 
+op_queue_t *op_queue_swap_current(op_queue_t *queue) {
+    op_queue_t *previous = op_tls_queue;
+    op_tls_queue = queue;
+    return previous;
+}
+
 void op_queue_set_context(op_queue_t *queue, void *context, op_task_fn retain, op_task_fn release) {
     if (!queue) return;
     queue->context = context;

@@ -282,6 +282,29 @@ open class Operation: @unchecked Sendable {
             if isCancelled || isReady { releaseReadinessHold() }
             return
         }
+        // A queue with an underlying dispatch queue (the main queue: the main thread) runs the
+        // operation there; the worker returns and the queue slot stays taken until it finished.
+        if let queue = op_queue_current(), let context = op_queue_context(queue) {
+            let owner = Unmanaged<OperationQueue>.fromOpaque(context).takeUnretainedValue()
+            if owner.hasUnderlyingQueue.load(ordering: .acquiring), let target = owner.underlyingQueue {
+                // The queue object (and with it its core queue) lives while it holds this
+                // unfinished operation, so the dispatch block may use it.
+                target.async { [self, owner] in
+                    let previousQueue = op_queue_swap_current(owner.core)
+                    let previousTask = op_task_swap_current(task)
+                    startFromQueue()
+                    op_task_swap_current(previousTask)
+                    op_queue_swap_current(previousQueue)
+                }
+                return
+            }
+        }
+        startFromQueue()
+    }
+
+    /// The queue's call of start(), and the slot's release for a subclass that finished
+    /// without announcing it.
+    private func startFromQueue() {
         state.bitwiseOr(State.queueStarting, ordering: .releasing)
         start()
         state.bitwiseAnd(~State.queueStarting, ordering: .releasing)

@@ -1,6 +1,9 @@
 // OperationQueue.swift — a queue of operations on the core: width, suspension, QoS, priorities,
 // the list of operations, cancel-all, barriers, waits, and `current`.
+import Dispatch
+import Glibc
 import OperationsCore
+import Synchronization
 
 /// Runs operations on the runtime's workers, in priority order among those that are ready.
 /// The add → run → finish path takes no lock: adding claims the operation atomically, registers
@@ -12,6 +15,11 @@ open class OperationQueue: @unchecked Sendable {
 
     let core: OpaquePointer
     private var lockedName: String?
+    private var lockedUnderlyingQueue: DispatchQueue?
+    /// Set while `underlyingQueue` is non-nil, so workers check it with one load.
+    let hasUnderlyingQueue = Atomic<Bool>(false)
+    /// True only for `OperationQueue.main`.
+    let isMainQueue: Bool
 
     /// A queue of default width, not suspended, at `.default` QoS.
     public init() {
@@ -19,6 +27,25 @@ open class OperationQueue: @unchecked Sendable {
             fatalError("OperationQueue.init: the core could not create a queue (out of memory)")
         }
         self.core = core
+        isMainQueue = false
+        attachToCore()
+    }
+
+    /// The main queue: serial, userInteractive, its operations run on the main thread through
+    /// Dispatch's main queue (so `dispatchMain()` or a run loop on the main thread drives it).
+    private init(mainQueue: ()) {
+        guard let core = op_queue_create("NSOperationQueue Main Queue", OP_QOS_USER_INTERACTIVE, 1) else {
+            fatalError("OperationQueue.main: the core could not create a queue (out of memory)")
+        }
+        self.core = core
+        isMainQueue = true
+        lockedName = "NSOperationQueue Main Queue"
+        lockedUnderlyingQueue = DispatchQueue.main
+        hasUnderlyingQueue.store(true, ordering: .releasing)
+        attachToCore()
+    }
+
+    private func attachToCore() {
         // While the queue holds unfinished operations, the core keeps this object alive (Q11).
         op_queue_set_context(core, Unmanaged.passUnretained(self).toOpaque(), queueContextRetain, queueContextRelease)
         // The registry lists operations and drops the queue's reference on each once finished.
@@ -27,6 +54,28 @@ open class OperationQueue: @unchecked Sendable {
 
     deinit {
         op_queue_release(core)
+    }
+
+    private static let mainQueue = OperationQueue(mainQueue: ())
+
+    /// The queue whose operations run on the main thread (serial, `.userInteractive`).
+    open class var main: OperationQueue { mainQueue }
+
+    /// The dispatch queue this queue's operations run on, or nil for the runtime's workers
+    /// (`OperationQueue.main` reports `DispatchQueue.main`). Settable only while the queue holds
+    /// no operations; setting it otherwise traps, as Foundation does. The width still applies.
+    open var underlyingQueue: DispatchQueue? {
+        get { StripedLock.shared.withLock(for: self) { lockedUnderlyingQueue } }
+        set {
+            if isMainQueue {
+                operationMisuse("underlyingQueue of \(self) cannot be changed")
+            }
+            if op_queue_unfinished(core) != 0 {
+                operationMisuse("underlyingQueue of \(self) set while it holds operations; set it before adding any")
+            }
+            StripedLock.shared.withLock(for: self) { lockedUnderlyingQueue = newValue }
+            hasUnderlyingQueue.store(newValue != nil, ordering: .releasing)
+        }
     }
 
     /// Adds an operation; it may start at once. Adding one that is already in a queue,
@@ -128,16 +177,22 @@ open class OperationQueue: @unchecked Sendable {
     /// Blocks until the queue holds no unfinished operation; operations added meanwhile extend
     /// the wait. Calling it from one of the queue's own operations traps.
     open func waitUntilAllOperationsAreFinished() {
+        if isMainQueue && isMainThread() {
+            operationMisuse("waitUntilAllOperationsAreFinished() called on \(self) from the main thread; its operations run on the main thread, so it would wait forever")
+        }
         if op_queue_current() == core {
             operationMisuse("waitUntilAllOperationsAreFinished() called on \(self) from one of its own operations; it would wait forever")
         }
         _ = op_queue_wait(core, Int64(OP_WAIT_FOREVER))
     }
 
-    /// The queue running the current operation, or nil outside operations.
+    /// The queue running the current operation; `OperationQueue.main` on the main thread; nil
+    /// elsewhere.
     open class var current: OperationQueue? {
-        guard let queue = op_queue_current(), let context = op_queue_context(queue) else { return nil }
-        return Unmanaged<OperationQueue>.fromOpaque(context).takeUnretainedValue()
+        if let queue = op_queue_current(), let context = op_queue_context(queue) {
+            return Unmanaged<OperationQueue>.fromOpaque(context).takeUnretainedValue()
+        }
+        return isMainThread() ? OperationQueue.main : nil
     }
 }
 
@@ -171,3 +226,6 @@ extension OperationQueue: CustomStringConvertible {
         return text
     }
 }
+
+/// Whether the caller runs on the process's main thread (its thread id is the process id).
+func isMainThread() -> Bool { getpid() == op_current_thread_id() }

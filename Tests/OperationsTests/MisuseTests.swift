@@ -6,6 +6,7 @@
 // Every child that waits for a trap on another thread arms a watchdog first: if the trap never
 // comes, the watchdog reports that on standard error and ends the child with success, so the
 // test fails with a message instead of hanging.
+import Dispatch
 import Glibc
 import Operations
 import Testing
@@ -45,6 +46,26 @@ final class SelfWaitingOperation: Operation, @unchecked Sendable {
 // Exit tests work under ThreadSanitizer on this toolchain too (checked), so the suite runs there.
 @Suite
 struct MisuseTests {
+    // MARK: - underlyingQueue
+
+    @Test func settingUnderlyingQueueWhileTheQueueHoldsOperationsTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let queue = OperationQueue()
+            queue.name = "busy-underlying"
+            queue.isSuspended = true
+            queue.addOperation {}
+            queue.underlyingQueue = DispatchQueue(label: "late")
+        }
+        expectStandardError(result, contains: ["underlyingQueue", "while it holds operations", "\"busy-underlying\""])
+    }
+
+    @Test func changingTheMainQueuesUnderlyingQueueTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            OperationQueue.main.underlyingQueue = DispatchQueue(label: "other")
+        }
+        expectStandardError(result, contains: ["underlyingQueue", "cannot be changed", "Main Queue"])
+    }
+
     // MARK: - Q1: adding
 
     @Test func Q1_addingAnOperationTwiceToTheSameQueueTraps() async {

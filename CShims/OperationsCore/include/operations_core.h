@@ -257,6 +257,11 @@ int op_queue_wait(op_queue_t *queue, int64_t timeout_ns);
 /** The queue whose task body runs on the calling thread, or NULL. Not retained. */
 op_queue_t *op_queue_current(void);
 
+/** Makes op_queue_current() report `queue` on the calling thread and returns what it reported
+ *  before (restore it afterwards). For bindings that run a queue's work on threads of their own
+ *  (a dispatch queue, the main thread). */
+op_queue_t *op_queue_swap_current(op_queue_t *queue);
+
 /** Attaches a context to the queue (for language bindings). While the queue has unfinished
  *  tasks the core holds the context: `retain(context)` is called when the queue goes from idle
  *  to busy, `release(context)` when it goes back to idle (after waking waiters, on the thread
@@ -322,6 +327,9 @@ typedef struct op_worker_info {
 } op_worker_info_t;
 /** Describes worker `index` of class `qos`. Returns 0 or EINVAL. */
 int op_runtime_worker_info(op_qos_t qos, int index, op_worker_info_t *out);
+
+/** The calling thread's kernel thread id (gettid). */
+int op_current_thread_id(void);
 
 /** The nice value the calling thread runs at (getpriority on its thread id). */
 int op_current_thread_nice(void);
