@@ -41,3 +41,36 @@ extension Operation {
         StripedLock.shared.withLock(for: self) { lockedDependencies }
     }
 }
+
+extension Operation {
+    /// A dependency cycle reachable from the receiver through unfinished, uncancelled
+    /// operations, as the operations in it (first repeated at the end), or nil. Used by waits
+    /// that have been blocked for a while; never on the add or run path.
+    func reachableDependencyCycle() -> [Operation]? {
+        var state: [ObjectIdentifier: Bool] = [:] // false: on the current path, true: done
+        var path: [Operation] = []
+        func visit(_ operation: Operation) -> [Operation]? {
+            if operation.isFinished || operation.isCancelled { return nil }
+            let id = ObjectIdentifier(operation)
+            if let done = state[id] {
+                if done { return nil }
+                let start = path.firstIndex { $0 === operation }!
+                return Array(path[start...]) + [operation]
+            }
+            state[id] = false
+            path.append(operation)
+            for dependency in operation.dependencies {
+                if let cycle = visit(dependency) { return cycle }
+            }
+            path.removeLast()
+            state[id] = true
+            return nil
+        }
+        return visit(self)
+    }
+
+    /// "A → B → A" for a message.
+    static func describeCycle(_ cycle: [Operation]) -> String {
+        cycle.map(\.description).joined(separator: " → ")
+    }
+}

@@ -1,6 +1,7 @@
 // Operation.swift — the abstract operation: its state as users see it, start/main/cancel/wait,
 // and how a queue runs it through its core task. Dependencies, observation and the KVO
 // compatibility path live in the Operation+… files.
+import Glibc
 import OperationsCore
 import Synchronization
 
@@ -206,8 +207,14 @@ open class Operation: @unchecked Sendable {
         // The core reference keeps the task alive across the wait in a way ThreadSanitizer
         // sees (it does not see Swift's reference counts as synchronising).
         op_task_retain(task)
-        _ = op_task_wait(task, Int64(OP_WAIT_FOREVER))
-        op_task_release(task)
+        defer { op_task_release(task) }
+        // Wait in slices; while blocked, look for a dependency cycle (D4) that would make the
+        // wait endless, and report it instead of hanging silently.
+        while op_task_wait(task, Operation.cycleCheckIntervalNs) == ETIMEDOUT {
+            if !isExecuting, let cycle = reachableDependencyCycle() {
+                operationMisuse("waitUntilFinished() on \(self) would wait forever: dependency cycle \(Operation.describeCycle(cycle))")
+            }
+        }
     }
 
     // MARK: - KVO compatibility (the work is in Operation+Observation.swift)
@@ -223,6 +230,9 @@ open class Operation: @unchecked Sendable {
     open func didChangeValue(forKey key: String) { announceChange(forKey: key) }
 
     // MARK: - Internals
+
+    /// How long a blocked wait sleeps between looks for a dependency cycle.
+    static let cycleCheckIntervalNs: Int64 = 100_000_000
 
     /// The core class whose nice value the operation's work runs at.
     var effectiveCoreQoS: op_qos_t {

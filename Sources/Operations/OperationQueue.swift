@@ -183,7 +183,23 @@ open class OperationQueue: @unchecked Sendable {
         if op_queue_current() == core {
             operationMisuse("waitUntilAllOperationsAreFinished() called on \(self) from one of its own operations; it would wait forever")
         }
-        _ = op_queue_wait(core, Int64(OP_WAIT_FOREVER))
+        // Wait in slices; when nothing runs and every operation left waits for a dependency,
+        // look for a cycle (D4) and report it instead of hanging silently.
+        while op_queue_wait(core, Operation.cycleCheckIntervalNs) == ETIMEDOUT {
+            if isSuspended { continue }
+            let left = operations
+            // Core references around the reads, so ThreadSanitizer sees the task stay alive (it
+            // does not see Swift's reference counts as synchronising).
+            for operation in left { op_task_retain(operation.task) }
+            let stuck = !left.isEmpty && left.allSatisfy { !$0.isExecuting && !$0.isReady }
+            for operation in left { op_task_release(operation.task) }
+            guard stuck else { continue }
+            for operation in left {
+                if let cycle = operation.reachableDependencyCycle() {
+                    operationMisuse("waitUntilAllOperationsAreFinished() on \(self) would wait forever: dependency cycle \(Operation.describeCycle(cycle))")
+                }
+            }
+        }
     }
 
     /// The queue running the current operation; `OperationQueue.main` on the main thread; nil

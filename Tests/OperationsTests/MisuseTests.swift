@@ -46,6 +46,47 @@ final class SelfWaitingOperation: Operation, @unchecked Sendable {
 // Exit tests work under ThreadSanitizer on this toolchain too (checked), so the suite runs there.
 @Suite
 struct MisuseTests {
+    // MARK: - D4: dependency cycles
+
+    @Test func D4_aWaitBlockedOnlyByADependencyCycleReportsTheCycle() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            armWatchdog("a wait blocked by a dependency cycle did not report it")
+            let queue = OperationQueue()
+            queue.name = "cyclic-queue"
+            let a = BlockOperation {}
+            let b = BlockOperation {}
+            let c = BlockOperation {}
+            a.name = "cycle-a"
+            b.name = "cycle-b"
+            c.name = "cycle-c"
+            a.addDependency(b)
+            b.addDependency(c)
+            c.addDependency(a)
+            queue.addOperations([a, b, c], waitUntilFinished: false)
+            queue.waitUntilAllOperationsAreFinished()
+        }
+        expectStandardError(result, contains: ["dependency cycle", "\"cycle-a\"", "\"cycle-b\"", "\"cycle-c\"", "\"cyclic-queue\""])
+    }
+
+    @Test func D4_waitUntilFinishedOnAnOperationBehindACycleReportsTheCycle() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            armWatchdog("waitUntilFinished() behind a dependency cycle did not report it")
+            let queue = OperationQueue()
+            let a = BlockOperation {}
+            let b = BlockOperation {}
+            let waiting = BlockOperation {}
+            a.name = "loop-a"
+            b.name = "loop-b"
+            waiting.name = "behind-the-loop"
+            a.addDependency(b)
+            b.addDependency(a)
+            waiting.addDependency(a)
+            queue.addOperations([a, b, waiting], waitUntilFinished: false)
+            waiting.waitUntilFinished()
+        }
+        expectStandardError(result, contains: ["dependency cycle", "\"loop-a\"", "\"loop-b\"", "\"behind-the-loop\""])
+    }
+
     // MARK: - underlyingQueue
 
     @Test func settingUnderlyingQueueWhileTheQueueHoldsOperationsTraps() async {
