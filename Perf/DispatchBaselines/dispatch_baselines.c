@@ -22,6 +22,7 @@ extern void dispatch_group_leave(dispatch_group_t);
 extern long dispatch_group_wait(dispatch_group_t, uint64_t timeout);
 extern void dispatch_release(void *object);
 
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -90,3 +91,5 @@ uint64_t dispatch_baseline_chain(long n, int64_t *counter) {
     free(links);
     return elapsed;
 }
+
+size_t baseline_heap_in_use(void) { return mallinfo2().uordblks; }

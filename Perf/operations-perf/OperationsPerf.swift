@@ -15,6 +15,9 @@ struct OperationsPerf: ParsableCommand {
               serial       the same on a width-1 queue vs a serial dispatch queue.
               chain        N tasks where task i depends on task i-1, vs a chain of dispatch
                            groups (item i starts from dispatch_group_notify_f on group i-1).
+              operations   N empty BlockOperations added one by one to a default-width queue
+                           through our Swift API, Foundation's OperationQueue, and dispatch;
+                           then heap bytes per BlockOperation queued on a suspended queue.
             Implementations run in the same process in interleaved rounds (A B, B A, ...). Each
             figure is a median over rounds; each ratio (dispatch time / core time) is taken
             within a round, then the median is reported. Before timing, every implementation runs
@@ -72,6 +75,11 @@ struct OperationsPerf: ParsableCommand {
         }
         Progress.done()
         Table.printResults(results)
+        if workloads.contains(where: { $0.name == "operations" }) {
+            let n = 100_000
+            print("heap bytes per BlockOperation queued on a suspended queue (mallinfo2, \(n) ops): "
+                  + "operations \(Table.format(QueuedMemory.operations(n))), foundation \(Table.format(QueuedMemory.foundation(n)))")
+        }
 
         if sweep {
             var rows: [WorkloadResult] = []

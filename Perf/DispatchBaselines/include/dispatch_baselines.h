@@ -6,7 +6,11 @@
  */
 #ifndef DISPATCH_BASELINES_H
 #define DISPATCH_BASELINES_H
+#include <stddef.h>
 #include <stdint.h>
+
+/* Heap bytes in use (glibc mallinfo2().uordblks), for memory per queued operation. */
+size_t baseline_heap_in_use(void);
 
 /* The work item body every implementation runs: a relaxed atomic increment of *context. */
 void baseline_count_one(void *counter);

@@ -8,8 +8,10 @@ struct WorkloadResult {
     var size: Int
     /// ns per item, per contender, one entry per round.
     var nsPerItem: [String: [Double]]
-    /// dispatch time / core time, one entry per round.
+    /// dispatch time / our time, one entry per round.
     var ratios: [Double]
+    /// Foundation time / our time, one entry per round (Swift-layer workloads).
+    var foundationRatios: [Double] = []
 }
 
 enum Runner {
@@ -33,6 +35,7 @@ enum Runner {
     static func measure(_ workload: Workload, size: Int, rounds: Int, repetitions: Int = 1) throws -> WorkloadResult {
         var ns: [String: [Double]] = [:]
         var ratios: [Double] = []
+        var foundationRatios: [Double] = []
         let count = workload.contenders.count
         for round in 0..<rounds {
             var times: [String: Double] = [:]
@@ -54,10 +57,17 @@ enum Runner {
                 times[contender.name] = Double(elapsed)
                 ns[contender.name, default: []].append(Double(elapsed) / Double(expected))
             }
-            if let core = times["core"], let dispatch = times["dispatch"] { ratios.append(dispatch / core) }
+            // The ratio is dispatch time over ours (the C core's, or the Swift layer's).
+            if let ours = times["core"] ?? times["operations"], let dispatch = times["dispatch"] {
+                ratios.append(dispatch / ours)
+            }
+            if let ours = times["operations"], let foundation = times["foundation"] {
+                foundationRatios.append(foundation / ours)
+            }
             Progress.line("\(workload.name) n=\(size) round \(round + 1)/\(rounds)")
         }
-        return WorkloadResult(workload: workload.name, size: size, nsPerItem: ns, ratios: ratios)
+        return WorkloadResult(workload: workload.name, size: size, nsPerItem: ns, ratios: ratios,
+                              foundationRatios: foundationRatios)
     }
 }
 

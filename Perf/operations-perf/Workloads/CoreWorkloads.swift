@@ -39,6 +39,14 @@ enum CoreWorkloads {
                     Contender(name: "core") { try CoreImplementation.chain($0, counter: $1, timeout: timeout) },
                     Contender(name: "dispatch") { DispatchImplementation.chain($0, counter: $1) },
                 ]),
+            Workload(
+                name: "operations",
+                summary: "empty BlockOperations added one by one: Operations vs Foundation vs dispatch",
+                contenders: [
+                    Contender(name: "operations") { OperationsImplementation.independent($0, counter: $1) },
+                    Contender(name: "foundation") { FoundationImplementation.independent($0, counter: $1) },
+                    Contender(name: "dispatch") { DispatchImplementation.independent($0, counter: $1) },
+                ]),
         ]
     }
 }
