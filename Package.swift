@@ -43,14 +43,18 @@ let package = Package(
             ],
             path: "Perf/operations-perf"
         ),
+        .target(
+            name: "OperationsTestSupport",
+            path: "Tests/OperationsTestSupport"
+        ),
         .testTarget(
             name: "OperationsCoreTests",
-            dependencies: ["OperationsCore"],
+            dependencies: ["OperationsCore", "OperationsTestSupport"],
             path: "Tests/OperationsCoreTests"
         ),
         .testTarget(
             name: "OperationsTests",
-            dependencies: ["Operations", "OperationsCore"],
+            dependencies: ["Operations", "OperationsCore", "OperationsTestSupport"],
             path: "Tests/OperationsTests"
         ),
     ],

@@ -232,6 +232,9 @@ final class LateFinishingOperation: Operations.Operation, @unchecked Sendable {
 /// what `super` reports around the default implementation.
 final class SuperCallingOperation: Operations.Operation, @unchecked Sendable {
     let log = Recorder<String>()
+    /// Opens once start() returned (the operation is finished, and waiters released, inside
+    /// super.start(), before the override's last line runs, as in Foundation).
+    let startReturned = Latch()
 
     override var isExecuting: Bool { super.isExecuting }
     override var isFinished: Bool { super.isFinished }
@@ -241,6 +244,7 @@ final class SuperCallingOperation: Operations.Operation, @unchecked Sendable {
         log.append("before start: executing=\(super.isExecuting) finished=\(super.isFinished)")
         super.start()
         log.append("after start: executing=\(super.isExecuting) finished=\(super.isFinished)")
+        startReturned.open()
     }
 
     override func main() {
@@ -627,6 +631,7 @@ final class GatedOperation: Operations.Operation, @unchecked Sendable {
         let queue = Operations.OperationQueue()
         queue.addOperation(queued)
         guard waitUntilFinished(queued) else { return }
+        guard waitFor(queued.startReturned, "the queued operation's start() to return") else { return }
         #expect(queued.log.snapshot == expected)
     }
 

@@ -142,32 +142,7 @@ func errnoName(_ rc: Int32) -> String {
 
 // ---- seeded randomness ----------------------------------------------------------------------
 
-/// SplitMix64: small, fast and good enough to shuffle test inputs.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
-/// The seed for a randomised test: OPERATIONS_TEST_SEED when set (to replay a run), else a
-/// fresh one. It is printed either way, and tests put it into their failure messages.
-func testSeed(_ name: String = #function) -> UInt64 {
-    let seed: UInt64
-    if let text = ProcessInfo.processInfo.environment["OPERATIONS_TEST_SEED"],
-       let value = UInt64(text) {
-        seed = value
-    } else {
-        seed = UInt64.random(in: 1...UInt64.max)
-    }
-    print("[\(name)] seed \(seed) (replay with OPERATIONS_TEST_SEED=\(seed))")
-    return seed
-}
 
 /// The NUL-terminated text in a C character buffer.
 func string(fromCBuffer buffer: [CChar]) -> String {

@@ -1,5 +1,6 @@
 // Limits.swift — deadlines and clocks shared by every test. Every wait in this suite is bounded
 // by one of these; a wait that runs out fails the test with a message instead of hanging.
+@_exported import OperationsTestSupport
 import Glibc
 
 enum Limits {
@@ -41,7 +42,6 @@ func secondsSince(_ startNs: Int64) -> Double { Double(monotonicNs() - startNs) 
 
 /// True when the process runs under ThreadSanitizer (its runtime exports __tsan_init). Used only
 /// to scale the largest loops down, never to skip a check.
-let runningUnderThreadSanitizer: Bool = dlsym(nil, "__tsan_init") != nil
 
 /// A size for debug builds, and a smaller one under ThreadSanitizer (10-20x slower on atomics).
 func scaled(_ normal: Int, tsan: Int) -> Int { runningUnderThreadSanitizer ? tsan : normal }

@@ -6,57 +6,7 @@ import Glibc
 import Synchronization
 import Testing
 
-/// Counts arrivals; `wait(for:)` blocks until the count reaches a target or the deadline passes.
-/// With a target of 1 it is a gate: `open()` once, any number of waiters pass.
-final class Latch: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var count = 0  // guarded by `condition`
 
-    init() {}
-
-    func arrive() {
-        condition.lock()
-        count += 1
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    func open() { arrive() }
-
-    var arrivals: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return count
-    }
-
-    /// Returns false when `seconds` passed before `target` arrivals.
-    @discardableResult
-    func wait(for target: Int = 1, seconds: Double = Limits.waitSeconds) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        condition.lock()
-        defer { condition.unlock() }
-        while count < target {
-            if !condition.wait(until: deadline) { return count >= target }
-        }
-        return true
-    }
-}
-
-/// A value behind a lock. (Not Synchronization.Mutex: its futex-based lock lives in a library
-/// ThreadSanitizer does not instrument, so TSan reports false races on the protected value;
-/// NSLock is a pthread mutex, which TSan intercepts.)
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value  // guarded by `lock`
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
-}
 
 /// A one-shot event that async code can await without blocking a thread.
 final class AsyncEvent: @unchecked Sendable {

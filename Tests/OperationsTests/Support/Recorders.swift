@@ -47,32 +47,4 @@ final class ConcurrencyGauge: @unchecked Sendable {
     var maximum: Int { state.withLock { $0.max } }
 }
 
-/// A small, seeded generator (SplitMix64) so a failing random case can be replayed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    let seed: UInt64
 
-    /// Uses `OPERATIONS_TEST_SEED` when set, otherwise a fresh seed; prints it either way.
-    init(_ label: String) {
-        let seed: UInt64
-        if let text = getenv("OPERATIONS_TEST_SEED").map({ String(cString: $0) }), let value = UInt64(text) {
-            seed = value
-        } else {
-            seed = UInt64.random(in: 1...UInt64.max)
-        }
-        print("\(label): seed \(seed) (replay with OPERATIONS_TEST_SEED=\(seed))")
-        self.seed = seed
-        self.state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-/// True when the process runs under ThreadSanitizer (its runtime exports __tsan_init).
-let runningUnderThreadSanitizer: Bool = dlsym(nil, "__tsan_init") != nil

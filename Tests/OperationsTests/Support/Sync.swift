@@ -4,6 +4,7 @@
 // Not Synchronization.Mutex: ThreadSanitizer on this toolchain does not see its futex-based lock
 // and would report false races on the protected values. pthread mutexes and NSCondition are
 // intercepted by TSan.
+@_exported import OperationsTestSupport
 import Foundation
 import Glibc
 import Testing
@@ -29,56 +30,7 @@ final class Lock: @unchecked Sendable {
     }
 }
 
-/// A value behind a `Lock`.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = Lock()
-    private var value: Value  // guarded by `lock`
 
-    init(_ value: Value) { self.value = value }
-
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        try lock.withLock { try body(&value) }
-    }
-
-}
-
-/// Counts arrivals; `wait(for:seconds:)` blocks until the count reaches a target or the deadline
-/// passes. With a target of 1 it is a gate: `open()` once, any number of waiters pass.
-final class Latch: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var count = 0  // guarded by `condition`
-
-    init() {}
-
-    func arrive() {
-        condition.lock()
-        count += 1
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    func open() { arrive() }
-
-    var arrivals: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return count
-    }
-
-    var isOpen: Bool { arrivals > 0 }
-
-    /// Returns false when `seconds` passed before `target` arrivals.
-    @discardableResult
-    func wait(for target: Int = 1, seconds: Double = Limits.waitSeconds) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        condition.lock()
-        defer { condition.unlock() }
-        while count < target {
-            if !condition.wait(until: deadline) { return count >= target }
-        }
-        return true
-    }
-}
 
 /// Waits for `target` arrivals at `latch`; on timeout records an issue naming `what` and returns
 /// false (the caller should then stop: what it waited for did not happen).

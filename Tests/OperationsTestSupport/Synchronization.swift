@@ -1,0 +1,57 @@
+// Synchronization.swift — test-side synchronisation shared by both test targets, built without
+// the runtime under test: a latch on NSCondition and a locked value on NSLock (pthread mutex
+// and condition variable, which ThreadSanitizer understands; Synchronization.Mutex is not seen
+// by TSan on this toolchain and would give false races).
+import Foundation
+
+/// Counts arrivals; `wait(for:seconds:)` blocks until the count reaches a target or the deadline
+/// passes. With a target of 1 it is a gate: `open()` once, any number of waiters pass.
+public final class Latch: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var count = 0  // guarded by `condition`
+
+    public init() {}
+
+    public func arrive() {
+        condition.lock()
+        count += 1
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    public func open() { arrive() }
+
+    public var arrivals: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return count
+    }
+
+    public var isOpen: Bool { arrivals > 0 }
+
+    /// Returns false when `seconds` passed before `target` arrivals.
+    @discardableResult
+    public func wait(for target: Int = 1, seconds: Double = 30) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        condition.lock()
+        defer { condition.unlock() }
+        while count < target {
+            if !condition.wait(until: deadline) { return count >= target }
+        }
+        return true
+    }
+}
+
+/// A value behind a lock.
+public final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value  // guarded by `lock`
+
+    public init(_ value: Value) { self.value = value }
+
+    public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}
