@@ -15,7 +15,7 @@ struct OperationsPerf: ParsableCommand {
               serial       the same on a width-1 queue vs a serial dispatch queue.
               chain        N tasks where task i depends on task i-1, vs a chain of dispatch
                            groups (item i starts from dispatch_group_notify_f on group i-1).
-              operations   N empty BlockOperations added one by one to a default-width queue
+              operations   N/10 empty BlockOperations added one by one to a default-width queue
                            through our Swift API, Foundation's OperationQueue, and dispatch;
                            then heap bytes per BlockOperation queued on a suspended queue.
             Implementations run in the same process in interleaved rounds (A B, B A, ...). Each
@@ -71,7 +71,7 @@ struct OperationsPerf: ParsableCommand {
         for workload in workloads { try Runner.verify(workload) }
         var results: [WorkloadResult] = []
         for workload in workloads {
-            results.append(try Runner.measure(workload, size: size, rounds: rounds))
+            results.append(try Runner.measure(workload, size: max(1000, size / workload.sizeDivisor), rounds: rounds))
         }
         Progress.done()
         Table.printResults(results)
@@ -83,7 +83,7 @@ struct OperationsPerf: ParsableCommand {
 
         if sweep {
             var rows: [WorkloadResult] = []
-            for workload in workloads where workload.name != "serial" {
+            for workload in workloads where workload.name == "independent" || workload.name == "chain" {
                 for exponent in 3...6 {
                     let n = Int(pow10(exponent))
                     rows.append(try Runner.measure(workload, size: n, rounds: max(3, rounds / 2),

@@ -4,17 +4,17 @@ enum Table {
         print("")
         print(pad("workload", 12) + pad("n", 10) + pad("core ns/task", 14) + pad("dispatch ns/task", 18)
               + "dispatch/core (median of per-round ratios)")
-        for result in results where result.nsPerItem["operations"] != nil {
-            print("")
-            print("Swift layer, \(result.size) empty BlockOperations: operations \(format(result.nsPerItem["operations"]!.median)) ns/op, "
-                  + "foundation \(format(result.nsPerItem["foundation"]?.median ?? .nan)) ns/op, dispatch \(format(result.nsPerItem["dispatch"]?.median ?? .nan)) ns/item; "
-                  + "foundation/operations \(format(result.foundationRatios.median))x, dispatch/operations \(format(result.ratios.median))x")
-        }
         for result in results where result.nsPerItem["operations"] == nil {
             let core = result.nsPerItem["core"]?.median ?? .nan
             let dispatch = result.nsPerItem["dispatch"]?.median ?? .nan
             print(pad(result.workload, 12) + pad("\(result.size)", 10) + pad(format(core), 14)
                   + pad(format(dispatch), 18) + format(result.ratios.median) + "x")
+        }
+        for result in results where result.nsPerItem["operations"] != nil {
+            print("")
+            print("Swift layer, \(result.size) empty BlockOperations: operations \(format(result.nsPerItem["operations"]!.median)) ns/op, "
+                  + "foundation \(format(result.nsPerItem["foundation"]?.median ?? .nan)) ns/op, dispatch \(format(result.nsPerItem["dispatch"]?.median ?? .nan)) ns/item; "
+                  + "foundation/operations \(format(result.foundationRatios.median))x, dispatch/operations \(format(result.ratios.median))x")
         }
     }
 

@@ -13,6 +13,9 @@ struct Workload {
     var name: String
     var summary: String
     var contenders: [Contender]
+    /// The workload runs at `--size` divided by this (Foundation is slow enough that the same
+    /// size would take minutes).
+    var sizeDivisor = 1
 }
 
 enum CoreWorkloads {
@@ -46,7 +49,8 @@ enum CoreWorkloads {
                     Contender(name: "operations") { OperationsImplementation.independent($0, counter: $1) },
                     Contender(name: "foundation") { FoundationImplementation.independent($0, counter: $1) },
                     Contender(name: "dispatch") { DispatchImplementation.independent($0, counter: $1) },
-                ]),
+                ],
+                sizeDivisor: 10),
         ]
     }
 }
