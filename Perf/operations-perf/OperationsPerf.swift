@@ -43,6 +43,9 @@ struct OperationsPerf: ParsableCommand {
     @Option(help: "Run only these workloads (comma-separated names).")
     var only: String?
 
+    @Option(help: "Run only these implementations (comma-separated: core, operations, foundation, dispatch), e.g. to profile one.")
+    var contenders: String?
+
     @Option(help: "Seconds before the watchdog declares a workload hung.")
     var watchdog = 120
 
@@ -67,6 +70,14 @@ struct OperationsPerf: ParsableCommand {
                 throw ValidationError("unknown workload(s): \(unknown.sorted().joined(separator: ", "))")
             }
             workloads = workloads.filter { names.contains($0.name) }
+        }
+        if let contenders {
+            let names = Set(contenders.split(separator: ",").map(String.init))
+            workloads = workloads.map { workload in
+                var kept = workload
+                kept.contenders = workload.contenders.filter { names.contains($0.name) }
+                return kept
+            }.filter { !$0.contenders.isEmpty }
         }
         for workload in workloads { try Runner.verify(workload) }
         var results: [WorkloadResult] = []

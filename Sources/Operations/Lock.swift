@@ -20,8 +20,11 @@ final class StripedLock: @unchecked Sendable {
     /// Runs `body` holding the stripe of `object`. `body` must not take another stripe.
     @inline(__always)
     func withLock<T>(for object: AnyObject, _ body: () throws -> T) rethrows -> T {
-        let hash = Int(bitPattern: UInt(bitPattern: ObjectIdentifier(object).hashValue) >> 4)
-        let mutex = mutexes + (hash & mask)
+        // The object's address, without Hasher (SipHash is far too slow for this): heap objects
+        // are 16-byte aligned, so the low bits carry nothing; mix a few higher ones in.
+        let address = UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque())
+        let index = Int(truncatingIfNeeded: (address >> 4) ^ (address >> 10))
+        let mutex = mutexes + (index & mask)
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()

@@ -55,7 +55,8 @@ open class Operation: @unchecked Sendable {
     var lockedName: String?
     var lockedQueuePriority: QueuePriority = .normal
     var lockedQualityOfService: QualityOfService = .default
-    var lockedThreadPriority: Double = 0.5
+    /// `threadPriority` as the bit pattern of a Double (read on every start, so no lock).
+    let threadPriorityBits = Atomic<UInt64>(0.5.bitPattern)
     var lockedObservers: [ObservationKey: [Int: @Sendable (Operation) -> Void]] = [:]
 
     /// Creates an operation. Reads no overridable property.
@@ -111,8 +112,8 @@ open class Operation: @unchecked Sendable {
     /// The thread priority (0.0 … 1.0, default 0.5) the thread running `main()` gets, as a
     /// nice value relative to the operation's QoS class (see the core's nice mapping).
     open var threadPriority: Double {
-        get { StripedLock.shared.withLock(for: self) { lockedThreadPriority } }
-        set { StripedLock.shared.withLock(for: self) { lockedThreadPriority = min(max(newValue, 0), 1) } }
+        get { Double(bitPattern: threadPriorityBits.load(ordering: .relaxed)) }
+        set { threadPriorityBits.store(min(max(newValue, 0), 1).bitPattern, ordering: .relaxed) }
     }
 
     /// The operation's QoS; `.default` takes its queue's. It sets the nice value of the worker
