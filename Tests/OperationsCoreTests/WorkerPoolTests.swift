@@ -95,6 +95,34 @@ struct WorkerPoolTests {
     }
 }
 
+/// The NUMA fallback, in child processes (topology is read once per process).
+@Suite
+struct TopologyFallbackTests {
+    @Test(arguments: [false, true])
+    func workersArePinnedWithAndWithoutNUMAAndTheFallbackSaysWhy(numaOff: Bool) async throws {
+        let path = try await ProbeBuilder.shared.binary("topology_probe").get()
+        var environment = childEnvironment()
+        if numaOff { environment["OPERATIONS_NUMA"] = "off" } else { environment["OPERATIONS_NUMA"] = nil }
+        let result = await runChild(path, [], environment: environment, seconds: 30, backtraceOnTimeout: true)
+        let hung = result.timedOut
+        try #require(!hung, "the topology probe did not exit:\n\(result)")
+        #expect(result.exitCode == 0, "\(result)")
+        let values = result.values
+        let cpus = Int(values["cpus"] ?? "") ?? -1
+        #expect(values["workers"] == "\(5 * cpus)", "one worker per CPU per class:\n\(result)")
+        #expect(values["pinned"] == values["workers"], "every worker's affinity is exactly its CPU:\n\(result)")
+        if numaOff {
+            #expect(values["numa"] == "0", "OPERATIONS_NUMA=off must turn NUMA off:\n\(result)")
+            #expect(values["reason"]?.contains("OPERATIONS_NUMA=off") == true, "the fallback says why:\n\(result)")
+        } else if values["numa"] == "0" {
+            // A machine without NUMA (or with NUMA calls denied) must say why.
+            #expect(values["reason"] != "-", "NUMA is off without a reason:\n\(result)")
+        } else {
+            #expect(values["reason"] == "-", "\(result)")
+        }
+    }
+}
+
 /// The start-up window of a pool, in child processes (each class's pool starts once per
 /// process). No ProcessLock trait: nothing runs in this process.
 @Suite
