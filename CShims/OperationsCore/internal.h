@@ -133,9 +133,6 @@ void op_task_init(op_task_t *task, op_task_fn fn, void *context, const op_task_a
 bool op_task_finish(op_task_t *task);
 /* After a body that called op_task_defer returned: back to waiting (worker side). */
 void op_task_settle_deferred(op_task_t *task);
-/* Called when the dependency count reaches zero or the task is cancelled after submission:
- * pushes it into its queue once. */
-void op_task_make_ready(op_task_t *task);
 
 /* ---- queue.c -------------------------------------------------------------------------------- */
 
@@ -206,7 +203,6 @@ bool op_queue_release_slot(op_queue_t *queue);
 /* ---- worker_pool.c -------------------------------------------------------------------------- */
 
 op_pool *op_pool_for(op_qos_t qos);
-int op_pool_size(op_pool *pool);
 /* Hands a token (queue with a claimed slot) to the pool and wakes a worker if none searches. */
 void op_pool_push_token(op_pool *pool, op_queue_t *queue);
 /* Sets the thread-locals seen by op_task_current / op_queue_current. */

@@ -279,23 +279,12 @@ int op_queue_submit_f(op_queue_t *queue, op_task_fn fn, void *context) {
      * push below, which publishes it (release, in op_fifo_push). */
     op_task_t *task = op_task_cache_alloc();
     if (!task) return ENOMEM;
-    task->fn = fn;
-    task->context = context;
-    task->on_finish = NULL;
+    static const op_task_attr_t defaults = {
+        .priority = OP_PRIORITY_NORMAL, .qos = OP_QOS_INHERIT, .thread_priority = 0.5};
+    op_task_init(task, fn, context, &defaults);
     atomic_init(&task->state, OP_STATE_SUBMITTED | OP_STATE_QUEUED);
-    atomic_init(&task->refs, 1);
     atomic_init(&task->pending, 0);
     atomic_init(&task->queue, queue);
-    atomic_init(&task->dependents, NULL);
-    atomic_init(&task->own_edges, NULL);
-    atomic_init(&task->holds, 0);
-    task->registry_next = NULL;
-    task->behind_barrier = NULL;
-    task->is_barrier = false;
-    task->priority = OP_PRIORITY_NORMAL;
-    task->qos = OP_QOS_INHERIT;
-    task->nice_delta = 0;
-    task->flags = 0;
     op_queue_busy_add(queue, 1);
     op_ready_queue_push(&queue->ready, task, OP_PRIORITY_NORMAL);
     op_queue_dispatch_sub(queue, 1, 0);

@@ -142,8 +142,6 @@ static void op_task_ready_now(op_task_t *task, bool dispatch) {
     op_queue_dispatch_sub(queue, 1, pinned ? 0 : 1);
 }
 
-void op_task_make_ready(op_task_t *task) { op_task_ready_now(task, true); }
-
 /* Drops the dependency count; the caller that brings it to zero makes the task ready. */
 static void op_task_count_down(op_task_t *task, uint64_t amount, bool dispatch) {
     /* acq_rel: the finished dependency's writes (release) must be visible to the thread that
@@ -325,7 +323,7 @@ void op_task_cancel(op_task_t *task) {
     uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_CANCELLED, memory_order_acq_rel);
     if (old & OP_STATE_CANCELLED) return;
     if ((old & OP_STATE_SUBMITTED) && !(old & (OP_STATE_QUEUED | OP_STATE_FINISHED))) {
-        op_task_make_ready(task);
+        op_task_ready_now(task, true);
     }
 }
 

@@ -63,8 +63,6 @@ struct op_pool {
 static op_pool *_Atomic op_pools[OP_QOS_COUNT];
 static pthread_mutex_t op_pools_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int op_pool_size(op_pool *pool) { return pool->size; }
-
 static bool op_pool_has_tokens(op_pool *pool) {
     for (int i = 0; i < pool->node_count; i++) {
         if (op_fifo_maybe_nonempty(&pool->tokens[i])) return true;

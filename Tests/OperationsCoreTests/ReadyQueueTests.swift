@@ -22,6 +22,24 @@ private final class PopRecord: Sendable {
 private func item(_ k: Int) -> UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: k + 1)! }
 private func index(of item: UnsafeMutableRawPointer) -> Int { Int(bitPattern: item) - 1 }
 
+/// One consumer thread's loop: pops until `record.popped` reaches `total` (counting every
+/// consumer) or the deadline passes, and returns the indices it popped, in order.
+private func consume(_ queue: OpaquePointer, until total: Int, record: PopRecord, deadline: Int64) -> [Int] {
+    var local: [Int] = []
+    var idle = 0
+    while record.popped.load(ordering: .relaxed) < total {
+        if let got = op_ready_queue_pop(queue) {
+            local.append(index(of: got))
+            record.popped.add(1, ordering: .relaxed)
+        } else {
+            idle += 1
+            if idle % 256 == 0 && monotonicNs() > deadline { break }
+            sched_yield()
+        }
+    }
+    return local
+}
+
 private func band(_ raw: Int) -> op_priority_t { op_priority_t(rawValue: UInt32(raw)) }
 
 /// Pops everything left, single-threaded.
@@ -55,19 +73,7 @@ struct ReadyQueueTests {
                 }
             } else {
                 if consumersStartLate && !quarterIn.wait() { return }
-                var local: [Int] = []
-                local.reserveCapacity(total / consumers * 2)
-                var idle = 0
-                while record.popped.load(ordering: .relaxed) < total {
-                    if let got = op_ready_queue_pop(queue.raw) {
-                        local.append(index(of: got))
-                        record.popped.add(1, ordering: .relaxed)
-                    } else {
-                        idle += 1
-                        if idle % 256 == 0 && monotonicNs() > deadline { break }
-                        sched_yield()
-                    }
-                }
+                let local = consume(queue.raw, until: total, record: record, deadline: deadline)
                 record.lists.withLock { $0[thread - producers] = local }
             }
         }
@@ -110,18 +116,7 @@ struct ReadyQueueTests {
                     for sequence in 0..<count { op_ready_queue_push(queue.raw, item(sequence), band(bands[sequence])) }
                     return
                 }
-                var local: [Int] = []
-                var idle = 0
-                while record.popped.load(ordering: .relaxed) < count {
-                    if let got = op_ready_queue_pop(queue.raw) {
-                        local.append(index(of: got))
-                        record.popped.add(1, ordering: .relaxed)
-                    } else {
-                        idle += 1
-                        if idle % 256 == 0 && monotonicNs() > deadline { break }
-                        sched_yield()
-                    }
-                }
+                let local = consume(queue.raw, until: count, record: record, deadline: deadline)
                 record.lists.withLock { $0[thread - 1] = local }
             }
             try #require(joined, "threads did not finish within \(Limits.waitSeconds) s (seed \(seed))")

@@ -36,7 +36,7 @@ private final class Timeline: @unchecked Sendable {
     }
 }
 
-@Suite struct DependencyTests {
+@Suite(.sharesProcess) struct DependencyTests {
     // MARK: - D1
 
     @Test func D1_chainRunsInDependencyOrderWhateverOrderItWasAddedIn() {
@@ -74,15 +74,7 @@ private final class Timeline: @unchecked Sendable {
         let timeline = Timeline()
         let count = 60
         let operations = (0..<count).map { timeline.operation("op\($0)") }
-        var edges: [(Int, Int)] = []
-        for index in 1..<count {
-            for _ in 0..<Int.random(in: 0...3, using: &random) {
-                let dependency = Int.random(in: 0..<index, using: &random)
-                if edges.contains(where: { $0 == (dependency, index) }) { continue }
-                operations[index].addDependency(operations[dependency])
-                edges.append((dependency, index))
-            }
-        }
+        let edges = addRandomDependencies(operations, using: &random)
         let queues = [OperationQueue(), OperationQueue()]
         queues[1].maxConcurrentOperationCount = 1
         for index in Array(0..<count).shuffled(using: &random) {
@@ -145,15 +137,7 @@ private final class Timeline: @unchecked Sendable {
             }
             return operation
         }
-        var edges: [(Int, Int)] = []
-        for index in 1..<count {
-            for _ in 0..<Int.random(in: 0...3, using: &random) {
-                let dependency = Int.random(in: 0..<index, using: &random)
-                if edges.contains(where: { $0 == (dependency, index) }) { continue }
-                operations[index].addDependency(operations[dependency])
-                edges.append((dependency, index))
-            }
-        }
+        let edges = addRandomDependencies(operations, using: &random)
         let cancelled = Array(0..<count).shuffled(using: &random).prefix(count / 4)
         let cancelledEarly = cancelled.prefix(8)
         let cancelledLate = Array(cancelled.dropFirst(8))
@@ -394,4 +378,19 @@ private final class Timeline: @unchecked Sendable {
         #expect(!neverRun.isFinished)
         waitUntilAllOperationsAreFinished(queue)
     }
+}
+
+/// Gives each operation after the first 0–3 random dependencies on earlier ones (a DAG) and
+/// returns the edges as (dependency, dependent) index pairs.
+private func addRandomDependencies(_ operations: [Operations.Operation], using random: inout SeededGenerator) -> [(Int, Int)] {
+    var edges: [(Int, Int)] = []
+    for index in 1..<operations.count {
+        for _ in 0..<Int.random(in: 0...3, using: &random) {
+            let dependency = Int.random(in: 0..<index, using: &random)
+            if edges.contains(where: { $0 == (dependency, index) }) { continue }
+            operations[index].addDependency(operations[dependency])
+            edges.append((dependency, index))
+        }
+    }
+    return edges
 }
