@@ -143,7 +143,7 @@ private func expectFinished(_ task: OpaquePointer, _ what: String, sourceLocatio
     #expect(rc == 0, "\(what) did not finish within \(Limits.waitSeconds) s: \(errnoName(rc))", sourceLocation: sourceLocation)
 }
 
-@Suite(.sharesProcess)
+@Suite(.needsQuietProcess)
 struct QueueTests {
     @Test func serialQueueNeverRunsTwoBodiesAtOnce() throws {
         let count = scaled(20_000, tsan: 10_000)

@@ -1,8 +1,8 @@
 // WorkerPoolTests.swift — the per-CPU pinned workers of each QoS class: how many, where they
 // run, at which nice value, and that they go quiet when the work is done.
 //
-// The suite has the process to itself (.needsQuietProcess): it measures the whole process's CPU
-// time, and it reads every worker's nice value, which the nice tests change on purpose.
+// The suite has the process to itself (.needsQuietProcess): it reads every worker's nice value,
+// which the nice tests change on purpose. The idle-CPU measurement runs in a child process.
 import Glibc
 import OperationsCore
 import Synchronization

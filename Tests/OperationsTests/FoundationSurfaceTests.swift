@@ -39,7 +39,7 @@ private final class CountingQueue: OperationQueue, @unchecked Sendable {
     override class var main: OperationQueue { super.main }
 }
 
-@Suite
+@Suite(.sharesProcess)
 struct FoundationSurfaceTests {
     @Test func everyMemberIsUsableAsFoundationCodeUsesIt() {
         // Operation

@@ -7,7 +7,7 @@ import Operations
 import OperationsCore
 import Testing
 
-@Suite
+@Suite(.sharesProcess)
 struct MainQueueTests {
     @Test func Q8_Q10_theMainQueueIsSerialUserInteractiveAndRunsOnTheMainThread() {
         let main = OperationQueue.main

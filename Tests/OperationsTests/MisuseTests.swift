@@ -44,7 +44,7 @@ final class SelfWaitingOperation: Operation, @unchecked Sendable {
 }
 
 // Exit tests work under ThreadSanitizer on this toolchain too (checked), so the suite runs there.
-@Suite
+@Suite(.sharesProcess)
 struct MisuseTests {
     // MARK: - D4: dependency cycles
 

@@ -276,7 +276,7 @@ final class GatedOperation: Operations.Operation, @unchecked Sendable {
 
 // MARK: - Tests
 
-@Suite struct OperationTests {
+@Suite(.sharesProcess) struct OperationTests {
     // MARK: - O1: abstract base; main() / start() subclasses; block and invocation operations
 
     @Test func O1_guideNonConcurrentSubclassRunsMainInAQueueAndByHand() {

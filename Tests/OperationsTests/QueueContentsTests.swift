@@ -14,7 +14,7 @@ private final class FreedOperation: Operation, @unchecked Sendable {
     deinit { freed.open() }
 }
 
-@Suite
+@Suite(.sharesProcess)
 struct QueueContentsTests {
     @Test func Q7_operationsListsUnfinishedOperationsInTheOrderTheyWereAdded() {
         let queue = OperationQueue()

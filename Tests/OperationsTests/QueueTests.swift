@@ -53,7 +53,7 @@ private final class NiceProbe: Operation, @unchecked Sendable {
     var completionNice: Int32? { inCompletion.withLock { $0 } }
 }
 
-@Suite struct QueueTests {
+@Suite(.sharesProcess) struct QueueTests {
     // MARK: - Q1
 
     @Test func Q1_addOperationAndAddOperationWithAClosureRun() {
