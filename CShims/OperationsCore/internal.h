@@ -94,33 +94,65 @@ enum {
     OP_STATE_BODY_DONE = 1u << 6, /* the body returned (manual-completion tasks) */
     OP_STATE_IN_BATCH = 1u << 7,  /* seen by op_queue_submit_batch's duplicate check */
     OP_STATE_DEFER = 1u << 8,     /* the body asked to go back to waiting (op_task_defer) */
+    OP_STATE_TAKEN = 1u << 9,     /* a worker claimed its ready-queue entry (op_queue_take_ready) */
 };
 
+/* Re-banding (op_task_set_priority on a queued task) pushes a second entry into the new band.
+ * Each entry carries, in its pointer's low bits (tasks are 16-byte aligned), the generation the
+ * task had when it was pushed; the generation lives in these bits of the state word and the
+ * re-band bumps it. A worker claims a task by setting TAKEN only if the entry's generation is
+ * the task's current one, so exactly one entry runs the task and the others are skipped. After
+ * 16 re-bands of one waiting task an old entry may match again: the task still runs exactly
+ * once, only its position is then that of the older entry. */
+#define OP_STATE_GEN_SHIFT 12
+#define OP_STATE_GEN_MASK (UINT32_C(0xF) << OP_STATE_GEN_SHIFT)
+#define OP_ENTRY_TAG_MASK ((uintptr_t)0xF)
+
 /* The dependency count holds this extra unit until the task is submitted, so a task can only
- * become ready through submission (or cancellation after submission). */
-#define OP_PENDING_HOLD (UINT64_C(1) << 32)
+ * become ready through submission (or cancellation after submission). Dependencies and holds
+ * stay below it (2^31 of them would exhaust memory long before). */
+#define OP_PENDING_HOLD (UINT32_C(1) << 31)
+
+/* Internal bits of op_task.flags, above the public OP_TASK_* ones. */
+enum {
+    OP_TASK_IS_BARRIER = 1u << 6, /* submitted with op_queue_submit_barrier */
+    OP_TASK_HAS_EXT = 1u << 7,    /* `context` points to an op_task_ext */
+};
+
+/* What few tasks have, kept out of line so a task fits in 72 bytes: created with the task when
+ * it has an on_finish callback. Owned by the task, freed with it. */
+typedef struct op_task_ext {
+    void *context; /* the caller's context */
+    op_task_fn on_finish;
+} op_task_ext;
 
 typedef struct op_edge op_edge;
 
+/* 72 bytes: a queued BlockOperation is this plus the 64-byte Swift object. */
 struct op_task {
     _Atomic uint32_t state;          /* OP_STATE_* bits; futex word for op_task_wait */
     _Atomic uint32_t refs;
-    _Atomic uint64_t pending;        /* unfinished dependencies + OP_PENDING_HOLD */
+    _Atomic uint32_t pending;        /* unfinished dependencies + holds + OP_PENDING_HOLD */
+    _Atomic uint32_t holds;          /* units of `pending` that are holds, not dependencies */
     op_task_fn fn;
-    void *context;
-    op_task_fn on_finish;
+    void *context;                   /* the caller's, or an op_task_ext (OP_TASK_HAS_EXT) */
     op_queue_t *_Atomic queue;       /* set once by submit */
     op_edge *_Atomic dependents;     /* edges of tasks waiting for this one; CLOSED when done */
     op_edge *_Atomic own_edges;      /* edges this task owns (one per dependency it was given) */
-    _Atomic uint32_t holds;          /* units of `pending` that are holds, not dependencies */
     op_task_t *registry_next;        /* registry.c: the tracking queue's stack */
-    op_task_t *behind_barrier;       /* registry.c: the barrier this task waits for, if any */
-    bool is_barrier;
+    uint32_t barrier_seq;            /* registry.c: number of the barrier it waits for (0: none),
+                                      * or a barrier's own number */
     uint8_t priority;
     int8_t qos;                      /* op_qos_t or OP_QOS_INHERIT */
     int8_t nice_delta;               /* from thread_priority */
-    uint8_t flags;
+    uint8_t flags;                   /* OP_TASK_* */
 };
+
+/* The context the caller gave (what the body and on_finish receive). */
+static inline void *op_task_user_context(const op_task_t *task) {
+    return OP_UNLIKELY(task->flags & OP_TASK_HAS_EXT) ? ((op_task_ext *)task->context)->context
+                                                      : task->context;
+}
 
 /* task_cache.c: task memory recycled between threads. */
 op_task_t *op_task_cache_alloc(void);
@@ -165,6 +197,7 @@ struct op_queue {
     alignas(OP_CACHE_LINE) op_task_t *_Atomic registry_head; /* newest first */
     _Atomic uint32_t submitting;           /* registrations in flight (barrier handshake) */
     _Atomic uint64_t registry_pushes;
+    uint32_t barriers_submitted; /* numbers barriers (op_task.barrier_seq); under registry_lock */
     op_task_t *_Atomic barrier;            /* the latest barrier (a reference), or NULL */
     _Atomic bool compact_requested;        /* an idle queue asked for a compaction */
     _Atomic uint64_t releasing;            /* contexts removed but not yet released */
@@ -185,6 +218,9 @@ void op_registry_destroy(op_queue_t *queue);
 bool op_queue_has_ready(op_queue_t *queue);
 /* Takes the next task to start: the stash first, then the highest non-empty band. */
 op_task_t *op_queue_take_ready(op_queue_t *queue);
+/* Pushes a task that just became ready (the caller won its QUEUED bit, or re-bands it) into its
+ * band, tagged with its current generation. */
+void op_queue_push_ready(op_queue_t *queue, op_task_t *task);
 /* Puts back a task popped while the queue was being suspended. */
 void op_queue_stash(op_queue_t *queue, op_task_t *task);
 

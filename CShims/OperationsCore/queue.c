@@ -60,6 +60,7 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     atomic_init(&queue->registry_head, NULL);
     atomic_init(&queue->submitting, 0);
     atomic_init(&queue->registry_pushes, 0);
+    queue->barriers_submitted = 0;
     atomic_init(&queue->barrier, NULL);
     atomic_init(&queue->compact_requested, false);
     atomic_init(&queue->releasing, 0);
@@ -79,6 +80,10 @@ void op_queue_release(op_queue_t *queue) {
     /* acq_rel: the last release sees all other owners' writes before freeing. */
     if (atomic_fetch_sub_explicit(&queue->refs, 1, memory_order_acq_rel) == 1) {
         op_registry_destroy(queue);
+        /* Only entries made stale by re-banding can be left: each holds a task reference. */
+        for (void *entry; (entry = op_ready_queue_pop(&queue->ready));) {
+            op_task_release((op_task_t *)((uintptr_t)entry & ~OP_ENTRY_TAG_MASK));
+        }
         op_ready_queue_deinit(&queue->ready);
         op_fifo_destroy(&queue->stash);
         free(queue->label);
@@ -155,16 +160,55 @@ bool op_queue_has_ready(op_queue_t *queue) {
            op_ready_queue_maybe_nonempty(&queue->ready);
 }
 
+void op_queue_push_ready(op_queue_t *queue, op_task_t *task) {
+    /* relaxed: the generation was written by this thread's own re-band CAS, or it is the one
+     * the task had when the caller won QUEUED (an acq_rel RMW on the same word). */
+    uint32_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+    uintptr_t tag = (state & OP_STATE_GEN_MASK) >> OP_STATE_GEN_SHIFT;
+    op_ready_queue_push(&queue->ready, (void *)((uintptr_t)task | tag),
+                        (op_priority_t)atomic_load_explicit((_Atomic uint8_t *)&task->priority,
+                                                            memory_order_relaxed));
+}
+
+/* Claims the task an entry stands for: true for the one current entry, false for an entry that
+ * a re-band made stale (its extra reference is dropped here). */
+static bool op_queue_claim_entry(void *entry, op_task_t **out) {
+    op_task_t *task = (op_task_t *)((uintptr_t)entry & ~OP_ENTRY_TAG_MASK);
+    uint32_t tag = (uint32_t)((uintptr_t)entry & OP_ENTRY_TAG_MASK) << OP_STATE_GEN_SHIFT;
+    /* relaxed first look; the CAS below orders. */
+    uint32_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+    for (;;) {
+        if ((state & OP_STATE_TAKEN) || (state & OP_STATE_GEN_MASK) != tag) {
+            op_task_release(task); /* the reference the re-band gave this entry */
+            return false;
+        }
+        /* acq_rel: one claimant wins against the other entries and a concurrent re-band
+         * (which CASes the same word), and sees what the pusher published. */
+        if (atomic_compare_exchange_weak_explicit(&task->state, &state, state | OP_STATE_TAKEN,
+                                                  memory_order_acq_rel, memory_order_relaxed)) {
+            *out = task;
+            return true;
+        }
+    }
+}
+
 op_task_t *op_queue_take_ready(op_queue_t *queue) {
     if (OP_UNLIKELY(atomic_load_explicit(&queue->stashed, memory_order_acquire) != 0)) {
         op_task_t *task = op_fifo_pop(&queue->stash);
         if (task) {
             atomic_fetch_sub_explicit(&queue->stashed, 1, memory_order_relaxed);
-            return task;
+            return task; /* already claimed when it was first taken */
         }
     }
-    return op_ready_queue_pop(&queue->ready);
+    for (;;) {
+        void *entry = op_ready_queue_pop(&queue->ready);
+        if (!entry) return NULL;
+        op_task_t *task;
+        if (op_queue_claim_entry(entry, &task)) return task;
+    }
 }
+
+
 
 void op_queue_stash(op_queue_t *queue, op_task_t *task) {
     op_fifo_push(&queue->stash, task);
@@ -210,14 +254,14 @@ static int op_queue_submit_one(op_queue_t *queue, op_task_t *task) {
     op_queue_busy_add(queue, 1);
     if (queue->tracking) op_registry_add(queue, task); /* may add a barrier dependency */
     /* acq_rel: drop the submission hold; reaching zero means no dependency is left. */
-    uint64_t before = atomic_fetch_sub_explicit(&task->pending, OP_PENDING_HOLD,
+    uint32_t before = atomic_fetch_sub_explicit(&task->pending, OP_PENDING_HOLD,
                                                 memory_order_acq_rel);
     if (before == OP_PENDING_HOLD || (state & OP_STATE_CANCELLED)) {
         /* Ready now (or cancelled before submission): into the bands, without dispatching. */
         uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_QUEUED,
                                                 memory_order_acq_rel);
         if (!(old & OP_STATE_QUEUED)) {
-            op_ready_queue_push(&queue->ready, task, (op_priority_t)task->priority);
+            op_queue_push_ready(queue, task);
         }
     }
     return 0;
@@ -286,7 +330,7 @@ int op_queue_submit_f(op_queue_t *queue, op_task_fn fn, void *context) {
     atomic_init(&task->pending, 0);
     atomic_init(&task->queue, queue);
     op_queue_busy_add(queue, 1);
-    op_ready_queue_push(&queue->ready, task, OP_PRIORITY_NORMAL);
+    op_ready_queue_push(&queue->ready, task, OP_PRIORITY_NORMAL); /* generation 0: no tag */
     op_queue_dispatch_sub(queue, 1, 0);
     return 0;
 }

@@ -86,7 +86,7 @@ static void op_registry_release_removed(op_queue_t *queue, op_task_t *removed) {
     op_task_fn release = queue->release_context;
     while (removed) {
         op_task_t *next = removed->registry_next;
-        if (release) release(removed->context);
+        if (release) release(op_task_user_context(removed));
         op_task_release(removed);
         /* release: a waiter that sees the count drop sees the context released. */
         atomic_fetch_sub_explicit(&queue->releasing, 1, memory_order_release);
@@ -141,10 +141,11 @@ void op_registry_add(op_queue_t *queue, op_task_t *task) {
      * Dekker pair with the barrier's publish-then-wait. */
     atomic_fetch_add_explicit(&queue->submitting, 1, memory_order_seq_cst);
     op_task_t *barrier = atomic_load_explicit(&queue->barrier, memory_order_seq_cst);
-    task->behind_barrier = NULL;
+    task->barrier_seq = 0;
     if (barrier && !(atomic_load_explicit(&barrier->state, memory_order_acquire) &
                      OP_STATE_FINISHED)) {
-        task->behind_barrier = barrier;
+        /* The barrier's number was written before it was published (seq_cst exchange). */
+        task->barrier_seq = barrier->barrier_seq;
         op_task_add_dependency(task, barrier); /* before the submission hold is dropped */
     }
     op_task_retain(task); /* the registry's reference */
@@ -195,7 +196,7 @@ void op_queue_for_each(op_queue_t *queue, void (*fn)(op_task_t *task, void *arg)
     op_task_t **tasks = op_registry_snapshot_locked(queue, &count, &removed);
     for (size_t i = 0; i < count; i++) {
         uint32_t state = atomic_load_explicit(&tasks[i]->state, memory_order_acquire);
-        if (!(state & OP_STATE_FINISHED) && !tasks[i]->is_barrier) fn(tasks[i], arg);
+        if (!(state & OP_STATE_FINISHED) && !(tasks[i]->flags & OP_TASK_IS_BARRIER)) fn(tasks[i], arg);
     }
     free(tasks);
     op_registry_unlock(queue, removed);
@@ -223,8 +224,14 @@ int op_queue_submit_barrier(op_queue_t *queue, op_task_t *task) {
         (atomic_load_explicit(&task->state, memory_order_relaxed) & OP_STATE_FINISHED)) {
         return EBUSY;
     }
-    task->is_barrier = true;
+    task->flags |= OP_TASK_IS_BARRIER;
     pthread_mutex_lock(&queue->registry_lock);
+    /* Numbered so tasks can say which barrier they wait for; 0 means none. After 2^32
+     * barriers the numbers wrap: a task would then have to wait unfinished behind one barrier
+     * while four billion more are submitted for a number to be reused. */
+    if (++queue->barriers_submitted == 0) queue->barriers_submitted = 1;
+    uint32_t seq = queue->barriers_submitted;
+    task->barrier_seq = seq;
     /* Publish first, then wait for registrations in flight: each of them either saw this
      * barrier (and waits for it) or is in the registry before we look. */
     op_task_retain(task);
@@ -234,7 +241,7 @@ int op_queue_submit_barrier(op_queue_t *queue, op_task_t *task) {
     op_task_t *removed = NULL;
     op_task_t **tasks = op_registry_snapshot_locked(queue, &count, &removed);
     for (size_t i = 0; i < count; i++) {
-        if (tasks[i]->behind_barrier != task) op_task_add_dependency(task, tasks[i]);
+        if (tasks[i]->barrier_seq != seq) op_task_add_dependency(task, tasks[i]);
     }
     free(tasks);
     op_registry_unlock(queue, removed);

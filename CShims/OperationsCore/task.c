@@ -76,18 +76,24 @@ void op_task_init(op_task_t *task, op_task_fn fn, void *context, const op_task_a
     atomic_init(&task->pending, OP_PENDING_HOLD);
     task->fn = fn;
     task->context = context;
-    task->on_finish = attr->on_finish;
     atomic_init(&task->queue, NULL);
     atomic_init(&task->dependents, NULL);
     atomic_init(&task->own_edges, NULL);
     atomic_init(&task->holds, 0);
     task->registry_next = NULL;
-    task->behind_barrier = NULL;
-    task->is_barrier = false;
+    task->barrier_seq = 0;
     task->priority = (uint8_t)attr->priority;
     task->qos = (int8_t)attr->qos;
     task->nice_delta = (int8_t)lround((0.5 - attr->thread_priority) * 10.0);
     task->flags = (uint8_t)attr->flags;
+    if (attr->on_finish) {
+        op_task_ext *ext = malloc(sizeof *ext);
+        if (!ext) op_fatal("operations: out of memory creating a task");
+        ext->context = context;
+        ext->on_finish = attr->on_finish;
+        task->context = ext;
+        task->flags |= OP_TASK_HAS_EXT;
+    }
 }
 
 void op_task_retain(op_task_t *task) {
@@ -111,16 +117,31 @@ static void op_task_destroy(op_task_t *task) {
         op_task_cache_free((op_task_t *)owned);
         owned = next;
     }
+    if (task->flags & OP_TASK_HAS_EXT) free(task->context);
     op_task_cache_free(task);
 }
+
+/* Tasks whose last reference this thread dropped while it was destroying another one: freed
+ * by the outermost destroy's loop, so freeing a long unfinished chain (each task holds its
+ * dependents) takes constant stack. Chained through registry_next, unused by a dead task. */
+static _Thread_local op_task_t *op_tls_dead_tasks;
+static _Thread_local bool op_tls_destroying;
 
 void op_task_release(op_task_t *task) {
     if (!task) return;
     /* acq_rel: the last release must see every other owner's writes before freeing (acquire),
      * and our own writes must be visible to whoever frees (release). */
-    if (atomic_fetch_sub_explicit(&task->refs, 1, memory_order_acq_rel) == 1) {
-        op_task_destroy(task);
+    if (atomic_fetch_sub_explicit(&task->refs, 1, memory_order_acq_rel) != 1) return;
+    task->registry_next = op_tls_dead_tasks;
+    op_tls_dead_tasks = task;
+    if (op_tls_destroying) return;
+    op_tls_destroying = true;
+    while (op_tls_dead_tasks) {
+        op_task_t *dead = op_tls_dead_tasks;
+        op_tls_dead_tasks = dead->registry_next;
+        op_task_destroy(dead);
     }
+    op_tls_destroying = false;
 }
 
 static void op_task_ready_now(op_task_t *task, bool dispatch) {
@@ -131,30 +152,68 @@ static void op_task_ready_now(op_task_t *task, bool dispatch) {
     op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_acquire);
     if (!dispatch) {
         /* submit: the caller holds a handle on the queue and dispatches itself. */
-        op_ready_queue_push(&queue->ready, task, (op_priority_t)task->priority);
+        op_queue_push_ready(queue, task);
         return;
     }
     /* Once pushed, the task may run and finish at once and the queue may be freed; a worker
      * that is draining this queue holds it alive, anyone else holds one busy unit meanwhile. */
     bool pinned = op_tls_draining == queue;
     if (!pinned) op_queue_busy_add(queue, 1);
-    op_ready_queue_push(&queue->ready, task, (op_priority_t)task->priority);
+    op_queue_push_ready(queue, task);
     op_queue_dispatch_sub(queue, 1, pinned ? 0 : 1);
 }
 
 /* Drops the dependency count; the caller that brings it to zero makes the task ready. */
-static void op_task_count_down(op_task_t *task, uint64_t amount, bool dispatch) {
+static void op_task_count_down(op_task_t *task, uint32_t amount, bool dispatch) {
     /* acq_rel: the finished dependency's writes (release) must be visible to the thread that
      * takes the task to zero and hands it on (acquire). */
-    uint64_t before = atomic_fetch_sub_explicit(&task->pending, amount, memory_order_acq_rel);
+    uint32_t before = atomic_fetch_sub_explicit(&task->pending, amount, memory_order_acq_rel);
     if (before == amount) op_task_ready_now(task, dispatch);
 }
 
 int op_task_set_priority(op_task_t *task, op_priority_t priority) {
     if (!task || (unsigned)priority >= OP_PRIORITY_COUNT) return EINVAL;
-    /* relaxed: read by the thread that pushes the task, after the acq_rel that made it ready. */
-    atomic_store_explicit((_Atomic uint8_t *)&task->priority, (uint8_t)priority, memory_order_relaxed);
+    /* relaxed: read by the thread that pushes the task, after the acq_rel that made it ready
+     * (or after the re-band CAS below, on this thread). */
+    uint8_t old_priority = atomic_exchange_explicit((_Atomic uint8_t *)&task->priority,
+                                                    (uint8_t)priority, memory_order_relaxed);
+    if (old_priority == (uint8_t)priority) return 0;
+    /* Waiting in a ready queue: move it to the back of its new band. Bump the generation so
+     * its old entry goes stale, then push a new entry that owns an extra reference. */
+    uint32_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+    for (;;) {
+        if (!(state & OP_STATE_QUEUED) ||
+            (state & (OP_STATE_TAKEN | OP_STATE_RUNNING | OP_STATE_FINISHED))) {
+            return 0; /* not waiting in a band: the new band applies when it is pushed */
+        }
+        uint32_t next = (state & ~OP_STATE_GEN_MASK) |
+                        ((state + (UINT32_C(1) << OP_STATE_GEN_SHIFT)) & OP_STATE_GEN_MASK);
+        /* acq_rel: against the claiming CAS of a worker (one of the two wins), and we must see
+         * the queue pointer stored before QUEUED. */
+        if (atomic_compare_exchange_weak_explicit(&task->state, &state, next,
+                                                  memory_order_acq_rel, memory_order_relaxed)) {
+            break;
+        }
+    }
+    op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_acquire);
+    op_task_retain(task); /* owned by the new entry until a worker claims or skips it */
+    /* The task counts in busy until it finished, which keeps the queue alive; one more busy
+     * unit covers the push, and dispatching makes sure a worker comes for the new entry. */
+    op_queue_busy_add(queue, 1);
+    op_queue_push_ready(queue, task);
+    op_queue_dispatch_sub(queue, 1, 1);
     return 0;
+}
+
+op_priority_t op_task_priority(const op_task_t *task) {
+    /* relaxed: a plain value, no other memory hangs on it. */
+    return (op_priority_t)atomic_load_explicit((_Atomic uint8_t *)&((op_task_t *)task)->priority,
+                                               memory_order_relaxed);
+}
+
+int op_task_qos(const op_task_t *task) {
+    /* relaxed: as op_task_priority. */
+    return atomic_load_explicit((_Atomic int8_t *)&((op_task_t *)task)->qos, memory_order_relaxed);
 }
 
 int op_task_set_qos(op_task_t *task, int qos) {
@@ -215,7 +274,7 @@ int op_task_add_dependency(op_task_t *task, op_task_t *dependency) {
 static int op_task_count_up(op_task_t *task) {
     uint32_t state = atomic_load_explicit(&task->state, memory_order_acquire);
     if (state & (OP_STATE_QUEUED | OP_STATE_RUNNING | OP_STATE_FINISHED)) return EALREADY;
-    uint64_t pending = atomic_load_explicit(&task->pending, memory_order_relaxed);
+    uint32_t pending = atomic_load_explicit(&task->pending, memory_order_relaxed);
     do {
         if (pending == 0) return EALREADY;
     } while (!atomic_compare_exchange_weak_explicit(&task->pending, &pending, pending + 1,
@@ -253,7 +312,7 @@ void op_task_settle_deferred(op_task_t *task) {
     /* acq_rel: clearing QUEUED lets exactly one later ready_now push the task again. */
     uint32_t old = atomic_fetch_and_explicit(
         &task->state, ~(uint32_t)(OP_STATE_DEFER | OP_STATE_RUNNING | OP_STATE_QUEUED |
-                                  OP_STATE_BODY_DONE),
+                                  OP_STATE_TAKEN | OP_STATE_BODY_DONE),
         memory_order_acq_rel);
     if (old & OP_STATE_CANCELLED) op_task_ready_now(task, true); /* cancelled: ready at once */
     atomic_fetch_sub_explicit(&task->holds, 1, memory_order_relaxed);
@@ -281,14 +340,17 @@ int op_task_remove_dependency(op_task_t *task, op_task_t *dependency) {
 
 uint32_t op_task_unfinished_dependencies(const op_task_t *task) {
     op_task_t *t = (op_task_t *)task;
-    uint64_t pending = atomic_load_explicit(&t->pending, memory_order_acquire);
+    uint32_t pending = atomic_load_explicit(&t->pending, memory_order_acquire);
     uint32_t holds = atomic_load_explicit(&t->holds, memory_order_relaxed);
-    uint32_t count = (uint32_t)(pending & (OP_PENDING_HOLD - 1));
+    uint32_t count = pending & (OP_PENDING_HOLD - 1);
     return count > holds ? count - holds : 0; /* a snapshot: the two reads are not atomic */
 }
 
 static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
-    if (task->on_finish) task->on_finish(task->context);
+    if (OP_UNLIKELY(task->flags & OP_TASK_HAS_EXT)) {
+        op_task_ext *ext = task->context;
+        ext->on_finish(ext->context);
+    }
     /* acq_rel: closing the list makes later add_dependency calls see CLOSED (release), and we
      * must see every edge pushed before (acquire). */
     op_edge *edge = atomic_exchange_explicit(&task->dependents, OP_EDGES_CLOSED,
@@ -347,10 +409,13 @@ bool op_task_is_ready(const op_task_t *task) {
     return op_task_unfinished_dependencies(task) == 0;
 }
 
-void *op_task_context(const op_task_t *task) { return task->context; }
+void *op_task_context(const op_task_t *task) { return op_task_user_context(task); }
 
 void op_task_set_context(op_task_t *task, void *context) {
-    if (task) task->context = context; /* before submission: published by submit's release */
+    if (!task) return;
+    /* Before submission: published by submit's release. */
+    if (task->flags & OP_TASK_HAS_EXT) ((op_task_ext *)task->context)->context = context;
+    else task->context = context;
 }
 
 op_task_t *op_task_current(void) { return op_tls_task; }
@@ -429,3 +494,5 @@ int op_task_wait(op_task_t *task, int64_t timeout_ns) {
         state = atomic_load_explicit(&task->state, memory_order_acquire);
     }
 }
+
+_Static_assert(sizeof(op_task_t) == 72, "a task is 72 bytes (an 80-byte malloc chunk); see op_task");

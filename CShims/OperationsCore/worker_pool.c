@@ -136,7 +136,7 @@ static op_run_result op_worker_execute(op_worker *worker, op_queue_t *queue, op_
 
     op_tls_task = task;
     op_tls_queue = queue;
-    task->fn(task->context);
+    task->fn(op_task_user_context(task));
     op_tls_task = NULL;
     op_tls_queue = NULL;
 

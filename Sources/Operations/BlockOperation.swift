@@ -6,7 +6,10 @@ import OperationsCore
 /// Runs one or more closures; they may run concurrently, and the operation finishes when every
 /// one has returned.
 open class BlockOperation: Operation, @unchecked Sendable {
-    private var lockedBlocks: [@Sendable () -> Void] = []
+    /// The first block, inline (most BlockOperations have exactly one); the rest are in the
+    /// extras (`State.severalBlocks`). Written under the operation's lock before it starts;
+    /// read without it once started (adding a block after start traps).
+    private var firstBlock: (@Sendable () -> Void)?
 
     public override init() {
         super.init()
@@ -15,7 +18,7 @@ open class BlockOperation: Operation, @unchecked Sendable {
     /// An operation with one closure.
     public convenience init(block: @escaping @Sendable () -> Void) {
         self.init()
-        lockedBlocks.append(block)
+        firstBlock = block
     }
 
     /// Adds a closure. Adding one after the operation started traps.
@@ -23,30 +26,41 @@ open class BlockOperation: Operation, @unchecked Sendable {
         if state.load(ordering: .acquiring) & (State.started | State.executing | State.finished) != 0 {
             operationMisuse("addExecutionBlock(_:) called on \(self) after it started")
         }
-        StripedLock.shared.withLock(for: self) { lockedBlocks.append(block) }
+        let several = StripedLock.shared.withLock(for: self) { () -> Bool in
+            if firstBlock == nil {
+                firstBlock = block
+                return false
+            }
+            if lockedExtras == nil { lockedExtras = OperationExtras() }
+            lockedExtras!.moreBlocks.append(block)
+            return true
+        }
+        if several { state.bitwiseOr(State.severalBlocks, ordering: .releasing) }
     }
 
     /// The closures, in the order they were added.
     open var executionBlocks: [@Sendable () -> Void] {
-        StripedLock.shared.withLock(for: self) { lockedBlocks }
+        StripedLock.shared.withLock(for: self) {
+            guard let firstBlock else { return [] }
+            return [firstBlock] + (lockedExtras?.moreBlocks ?? [])
+        }
     }
 
     /// Runs the closures: one inline, several concurrently, returning when all returned.
     /// Every closure runs at the operation's QoS and thread priority, on whichever thread.
     open override func main() {
+        if state.load(ordering: .acquiring) & State.severalBlocks == 0 {
+            firstBlock?()
+            return
+        }
         let blocks = executionBlocks
-        switch blocks.count {
-        case 0: return
-        case 1: blocks[0]()
-        default:
-            let qos = effectiveCoreQoS
-            let threadPriority = self.threadPriority
-            DispatchQueue.concurrentPerform(iterations: blocks.count) { index in
-                // A no-op (no system call) on the thread that already runs at that nice.
-                let previous = op_thread_priority_apply(qos, threadPriority)
-                blocks[index]()
-                op_thread_priority_restore(previous)
-            }
+        let qos = effectiveCoreQoS
+        let threadPriority = self.threadPriority
+        DispatchQueue.concurrentPerform(iterations: blocks.count) { index in
+            // A no-op (no system call) on the thread that already runs at that nice.
+            let previous = op_thread_priority_apply(qos, threadPriority)
+            blocks[index]()
+            op_thread_priority_restore(previous)
         }
     }
 }

@@ -20,9 +20,16 @@ final class StripedLock: @unchecked Sendable {
     /// Runs `body` holding the stripe of `object`. `body` must not take another stripe.
     @inline(__always)
     func withLock<T>(for object: AnyObject, _ body: () throws -> T) rethrows -> T {
+        try withLock(forAddress: Unmanaged.passUnretained(object).toOpaque(), body)
+    }
+
+    /// The same stripe as `withLock(for:)` of the object at `address` (for a deinit, which must
+    /// not pass `self` on as a reference).
+    @inline(__always)
+    func withLock<T>(forAddress pointer: UnsafeMutableRawPointer, _ body: () throws -> T) rethrows -> T {
         // The object's address, without Hasher (SipHash is far too slow for this): heap objects
         // are 16-byte aligned, so the low bits carry nothing; mix a few higher ones in.
-        let address = UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque())
+        let address = UInt(bitPattern: pointer)
         let index = Int(truncatingIfNeeded: (address >> 4) ^ (address >> 10))
         let mutex = mutexes + (index & mask)
         pthread_mutex_lock(mutex)

@@ -12,9 +12,9 @@ extension Operation {
             operationMisuse("addDependency(_:) called on \(self) with itself; an operation cannot wait for itself")
         }
         // A dependency added twice counts once (as Foundation: the second add is ignored).
-        let added = StripedLock.shared.withLock(for: self) { () -> Bool in
-            if lockedDependencies.contains(where: { $0 === operation }) { return false }
-            lockedDependencies.append(operation)
+        let added = withExtras { extras -> Bool in
+            if extras.dependencies.contains(where: { $0 === operation }) { return false }
+            extras.dependencies.append(operation)
             return true
         }
         guard added else { return }
@@ -26,9 +26,9 @@ extension Operation {
     /// Removes a dependency; if it had not finished, the receiver may become ready at once.
     public func removeDependency(_ operation: Operation) {
         willChangeValue(forKey: "dependencies")
-        let removed = StripedLock.shared.withLock(for: self) { () -> Bool in
-            guard let index = lockedDependencies.firstIndex(where: { $0 === operation }) else { return false }
-            lockedDependencies.remove(at: index)
+        let removed = readExtras(false) { extras -> Bool in
+            guard let index = extras.dependencies.firstIndex(where: { $0 === operation }) else { return false }
+            extras.dependencies.remove(at: index)
             return true
         }
         if removed { _ = op_task_remove_dependency(task, operation.task) }
@@ -38,7 +38,7 @@ extension Operation {
 
     /// The operations the receiver depends on, in the order they were added.
     public var dependencies: [Operation] {
-        StripedLock.shared.withLock(for: self) { lockedDependencies }
+        readExtras([]) { $0.dependencies }
     }
 }
 

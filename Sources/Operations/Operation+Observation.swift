@@ -13,26 +13,26 @@ extension Operation {
     /// returned token is invalidated or released.
     public func observe(_ key: ObservationKey, _ handler: @escaping @Sendable (Operation) -> Void) -> OperationObservation {
         let id = OperationObservation.nextID.add(1, ordering: .relaxed).newValue
-        StripedLock.shared.withLock(for: self) { lockedObservers[key, default: [:]][id] = handler }
+        withExtras { $0.observers[key, default: [:]][id] = handler }
         state.bitwiseOr(State.hasObservers, ordering: .releasing)
         return OperationObservation(operation: self, key: key, id: id)
     }
 
     func removeObserver(_ key: ObservationKey, id: Int) {
-        StripedLock.shared.withLock(for: self) { _ = lockedObservers[key]?.removeValue(forKey: id) }
+        StripedLock.shared.withLock(for: self) { _ = lockedExtras?.observers[key]?.removeValue(forKey: id) }
     }
 
     /// What `didChangeValue(forKey:)` does: observers, then the queue's reaction.
     func announceChange(forKey key: String) {
         if state.load(ordering: .acquiring) & State.hasObservers != 0, let known = ObservationKey(rawValue: key) {
-            let handlers = StripedLock.shared.withLock(for: self) { lockedObservers[known].map { Array($0.values) } ?? [] }
+            let handlers = readExtras([]) { $0.observers[known].map { Array($0.values) } ?? [] }
             for handler in handlers { handler(self) }
         }
         switch key {
         case "isFinished":
             if state.load(ordering: .acquiring) & State.completed == 0 && isFinished { completeOnce() }
         case "isReady":
-            if readinessHeld.load(ordering: .acquiring) && (isCancelled || isReady) { releaseReadinessHold() }
+            if state.load(ordering: .acquiring) & State.readinessHeld != 0 && (isCancelled || isReady) { releaseReadinessHold() }
         default:
             break
         }

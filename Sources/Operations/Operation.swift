@@ -19,6 +19,16 @@ open class Operation: @unchecked Sendable {
         case high = 4
         case veryHigh = 8
 
+        init(coreBand: op_priority_t) {
+            switch coreBand {
+            case OP_PRIORITY_VERY_LOW: self = .veryLow
+            case OP_PRIORITY_LOW: self = .low
+            case OP_PRIORITY_HIGH: self = .high
+            case OP_PRIORITY_VERY_HIGH: self = .veryHigh
+            default: self = .normal
+            }
+        }
+
         var coreBand: op_priority_t {
             switch self {
             case .veryLow: OP_PRIORITY_VERY_LOW
@@ -41,23 +51,17 @@ open class Operation: @unchecked Sendable {
         static let queueStarting: UInt32 = 1 << 6 // its queue is calling start()
         static let hasCompletion: UInt32 = 1 << 7 // a completion block may be set
         static let hasObservers: UInt32 = 1 << 8  // typed observers registered
+        static let readinessHeld: UInt32 = 1 << 9 // a hold is taken on the core task (custom isReady said no)
+        static let hasThreadPriority: UInt32 = 1 << 10 // threadPriority was set (it is in extras)
+        static let severalBlocks: UInt32 = 1 << 11     // a BlockOperation has blocks in extras
     }
 
     let state = Atomic<UInt32>(0)
     /// The core task that stands for this operation in queues and dependency graphs. Owned.
+    /// It also keeps the operation's queue priority and QoS.
     let task: OpaquePointer
-    /// Set while a readiness hold is taken on the core task (custom `isReady` said no).
-    let readinessHeld = Atomic<Bool>(false)
-
-    // Guarded by StripedLock.shared for self.
-    var lockedDependencies: [Operation] = []
-    var lockedCompletionBlock: (@Sendable () -> Void)?
-    var lockedName: String?
-    var lockedQueuePriority: QueuePriority = .normal
-    var lockedQualityOfService: QualityOfService = .default
-    /// `threadPriority` as the bit pattern of a Double (read on every start, so no lock).
-    let threadPriorityBits = Atomic<UInt64>(0.5.bitPattern)
-    var lockedObservers: [ObservationKey: [Int: @Sendable (Operation) -> Void]] = [:]
+    /// What few operations use, allocated on first use. Guarded by StripedLock.shared for self.
+    var lockedExtras: OperationExtras?
 
     /// Creates an operation. Reads no overridable property.
     public init() {
@@ -73,7 +77,31 @@ open class Operation: @unchecked Sendable {
         op_task_set_context(task, Unmanaged.passUnretained(self).toOpaque())
     }
 
+    /// Runs `body` on the extras under the operation's lock, creating them first.
+    @discardableResult
+    func withExtras<T>(_ body: (OperationExtras) throws -> T) rethrows -> T {
+        try StripedLock.shared.withLock(for: self) {
+            if let extras = lockedExtras { return try body(extras) }
+            let extras = OperationExtras()
+            lockedExtras = extras
+            return try body(extras)
+        }
+    }
+
+    /// Reads from the extras under the operation's lock; `empty` when there are none.
+    func readExtras<T>(_ empty: T, _ body: (OperationExtras) -> T) -> T {
+        StripedLock.shared.withLock(for: self) { lockedExtras.map(body) ?? empty }
+    }
+
     deinit {
+        // Dependencies are freed by ChainRelease's loop, not by recursion through deinits.
+        var dependencies = StripedLock.shared.withLock(forAddress: Unmanaged.passUnretained(self).toOpaque()) {
+            () -> [Operation] in
+            let list = lockedExtras?.dependencies ?? []
+            lockedExtras?.dependencies = []
+            return list
+        }
+        if !dependencies.isEmpty { ChainRelease.release(&dependencies) }
         op_task_release(task)
     }
 
@@ -94,16 +122,16 @@ open class Operation: @unchecked Sendable {
 
     /// Free text for diagnostics (nil by default).
     open var name: String? {
-        get { StripedLock.shared.withLock(for: self) { lockedName } }
-        set { StripedLock.shared.withLock(for: self) { lockedName = newValue } }
+        get { readExtras(nil) { $0.name } }
+        set { withExtras { $0.name = newValue } }
     }
 
-    /// The order among the ready operations of its queue. Default `.normal`.
+    /// The order among the ready operations of its queue. Default `.normal`. Changing it while
+    /// the operation waits in a queue moves it to the back of its new level.
     open var queuePriority: QueuePriority {
-        get { StripedLock.shared.withLock(for: self) { lockedQueuePriority } }
+        get { QueuePriority(coreBand: op_task_priority(task)) }
         set {
             willChangeValue(forKey: "queuePriority")
-            StripedLock.shared.withLock(for: self) { lockedQueuePriority = newValue }
             op_task_set_priority(task, newValue.coreBand)
             didChangeValue(forKey: "queuePriority")
         }
@@ -112,27 +140,34 @@ open class Operation: @unchecked Sendable {
     /// The thread priority (0.0 … 1.0, default 0.5) the thread running `main()` gets, as a
     /// nice value relative to the operation's QoS class (see the core's nice mapping).
     open var threadPriority: Double {
-        get { Double(bitPattern: threadPriorityBits.load(ordering: .relaxed)) }
-        set { threadPriorityBits.store(min(max(newValue, 0), 1).bitPattern, ordering: .relaxed) }
+        get {
+            if state.load(ordering: .acquiring) & State.hasThreadPriority == 0 { return 0.5 }
+            return readExtras(0.5) { $0.threadPriority }
+        }
+        set {
+            let clamped = min(max(newValue, 0), 1)
+            withExtras { $0.threadPriority = clamped }
+            state.bitwiseOr(State.hasThreadPriority, ordering: .releasing)
+        }
     }
 
     /// The operation's QoS; `.default` takes its queue's. It sets the nice value of the worker
     /// while the operation runs.
     open var qualityOfService: QualityOfService {
-        get { StripedLock.shared.withLock(for: self) { lockedQualityOfService } }
-        set {
-            StripedLock.shared.withLock(for: self) { lockedQualityOfService = newValue }
-            op_task_set_qos(task, newValue == .default ? OP_QOS_INHERIT : Int32(newValue.coreClass.rawValue))
+        get {
+            let qos = op_task_qos(task)
+            return qos == OP_QOS_INHERIT ? .default : QualityOfService(coreClass: op_qos_t(UInt32(qos)))
         }
+        set { op_task_set_qos(task, newValue == .default ? OP_QOS_INHERIT : Int32(newValue.coreClass.rawValue)) }
     }
 
     /// Runs once after the operation finished (also when it was cancelled), at the default
     /// thread priority; set to nil when it starts.
     open var completionBlock: (@Sendable () -> Void)? {
-        get { StripedLock.shared.withLock(for: self) { lockedCompletionBlock } }
+        get { readExtras(nil) { $0.completionBlock } }
         set {
             willChangeValue(forKey: "completionBlock")
-            StripedLock.shared.withLock(for: self) { lockedCompletionBlock = newValue }
+            withExtras { $0.completionBlock = newValue }
             if newValue != nil { state.bitwiseOr(State.hasCompletion, ordering: .releasing) }
             didChangeValue(forKey: "completionBlock")
         }
@@ -271,8 +306,8 @@ open class Operation: @unchecked Sendable {
         if old & State.completed != 0 { return }
         if old & State.hasCompletion != 0 {
             let block = StripedLock.shared.withLock(for: self) { () -> (@Sendable () -> Void)? in
-                let block = lockedCompletionBlock
-                lockedCompletionBlock = nil
+                let block = lockedExtras?.completionBlock
+                lockedExtras?.completionBlock = nil
                 return block
             }
             block?()
@@ -289,7 +324,7 @@ open class Operation: @unchecked Sendable {
             // O12: a custom isReady said no. Park the task with a hold until an "isReady"
             // change makes it ready; re-check after taking the hold so no change is missed.
             op_task_defer(task)
-            readinessHeld.store(true, ordering: .releasing)
+            state.bitwiseOr(State.readinessHeld, ordering: .releasing)
             if isCancelled || isReady { releaseReadinessHold() }
             return
         }
@@ -326,7 +361,7 @@ open class Operation: @unchecked Sendable {
 
     /// Drops the readiness hold, once, if one is taken.
     func releaseReadinessHold() {
-        if readinessHeld.compareExchange(expected: true, desired: false, ordering: .acquiringAndReleasing).exchanged {
+        if state.bitwiseAnd(~State.readinessHeld, ordering: .acquiringAndReleasing).oldValue & State.readinessHeld != 0 {
             op_task_unhold(task)
         }
     }
@@ -379,4 +414,17 @@ extension Operation: CustomStringConvertible {
         if !words.isEmpty { text += " (\(words.joined(separator: ", ")))" }
         return text
     }
+}
+
+/// The state of an operation that few operations use: allocated on first use, guarded by the
+/// operation's stripe of `StripedLock.shared`. Keeping it out of line keeps a queued
+/// BlockOperation small.
+final class OperationExtras {
+    var dependencies: [Operation] = []
+    var completionBlock: (@Sendable () -> Void)?
+    var name: String?
+    var threadPriority: Double = 0.5
+    var observers: [Operation.ObservationKey: [Int: @Sendable (Operation) -> Void]] = [:]
+    /// A BlockOperation's blocks after its first.
+    var moreBlocks: [@Sendable () -> Void] = []
 }

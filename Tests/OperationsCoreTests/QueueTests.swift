@@ -312,6 +312,52 @@ struct QueueTests {
                 "the veryHigh task started as number \(position) of 1001 (must be among the first few)")
     }
 
+    @Test func reBandingAWaitingTaskMovesItToTheBackOfItsNewBand() throws {
+        let log = OrderLog()
+        let queue = try makeQueue("reband", width: 1)
+        defer { op_queue_release(queue) }
+        op_queue_set_suspended(queue, true)
+        let bands = [OP_PRIORITY_NORMAL, OP_PRIORITY_HIGH, OP_PRIORITY_HIGH, OP_PRIORITY_NORMAL]
+        var tasks: [OpaquePointer] = []
+        var items: [LoggedValue] = []
+        for (value, band) in bands.enumerated() {
+            let item = LoggedValue(log: log, value: value)
+            items.append(item)
+            let task = try makeTask(logValueBody, contextPointer(item), priority: band)
+            tasks.append(task)
+            #expect(op_queue_submit(queue, task) == 0)
+        }
+        defer { tasks.forEach { op_task_release($0) } }
+        #expect(op_task_set_priority(tasks[0], OP_PRIORITY_HIGH) == 0)
+        #expect(op_task_set_priority(tasks[2], OP_PRIORITY_LOW) == 0)
+        #expect(op_task_priority(tasks[2]) == OP_PRIORITY_LOW)
+        op_queue_set_suspended(queue, false)
+        expectDrained(queue, "re-banded queue")
+        withExtendedLifetime(items) {}
+        #expect(log.snapshot == [1, 0, 3, 2], "B, then A moved behind it, D, then C moved to low")
+    }
+
+    @Test func reBandingRacingWithWorkersRunsEveryTaskExactlyOnce() throws {
+        var random = SeededGenerator("reBandingRacingWithWorkersRunsEveryTaskExactlyOnce")
+        let counters = Counters()
+        let queue = try makeQueue("reband-race")
+        defer { op_queue_release(queue) }
+        let count = 2000
+        var tasks: [OpaquePointer] = []
+        for _ in 0..<count { tasks.append(try makeTask(countRun, contextPointer(counters))) }
+        defer { tasks.forEach { op_task_release($0) } }
+        // Submit while re-banding random tasks, submitted or not, waiting or running.
+        for index in 0..<count {
+            #expect(op_queue_submit(queue, tasks[index]) == 0)
+            for _ in 0..<3 {
+                let target = tasks[Int.random(in: 0...index, using: &random)]
+                op_task_set_priority(target, op_priority_t(UInt32.random(in: 0..<5, using: &random)))
+            }
+        }
+        expectDrained(queue, "re-band race queue")
+        #expect(counters.ran.load(ordering: .relaxed) == count, "seed \(random.seed): every task ran exactly once")
+    }
+
     @Test func submittingATaskTwiceIsEBUSY() throws {
         let queue = try makeQueue("ebusy")
         let other = try makeQueue("ebusy-other")

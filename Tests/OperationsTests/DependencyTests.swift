@@ -3,6 +3,7 @@
 // removing an unfinished dependency, and the order `dependencies` reports.
 import Glibc
 import Operations
+import Synchronization
 import Testing
 
 /// Start and end tickets of operations, from one shared sequence.
@@ -333,6 +334,48 @@ private final class Timeline: @unchecked Sendable {
     }
 
     // MARK: - D5
+
+    // Regression: each operation holds its dependencies, so dropping the end of a long chain
+    // freed the chain recursively and overflowed the stack (the perf harness's W4 at 10^5).
+    @Test func D1_aChainOfTwoHundredThousandOperationsIsFreedWithoutRecursion() {
+        final class Freed: Sendable { let count = Atomic<Int>(0) }
+        final class Counted: Operation, @unchecked Sendable {
+            let freed: Freed
+            init(_ freed: Freed) { self.freed = freed }
+            deinit { freed.count.add(1, ordering: .relaxed) }
+        }
+        let count = 200_000
+        let freed = Freed()
+        do {
+            var last: Operation?
+            for _ in 0..<count {
+                let operation = Counted(freed)
+                if let last { operation.addDependency(last) }
+                last = operation
+            }
+            #expect(last?.dependencies.count == 1)
+            last = nil // frees the whole chain
+        }
+        #expect(freed.count.load(ordering: .relaxed) == count, "operations of the chain freed")
+    }
+
+    @Test func D1_aFinishedChainRunOnAQueueIsFreedWithoutRecursion() {
+        let count = runningUnderThreadSanitizer ? 50_000 : 200_000
+        let queue = OperationQueue()
+        var chain: [Operation] = []
+        chain.reserveCapacity(count)
+        for index in 0..<count {
+            let operation = BlockOperation {}
+            if index > 0 { operation.addDependency(chain[index - 1]) }
+            chain.append(operation)
+        }
+        queue.addOperations(chain, waitUntilFinished: false)
+        guard waitUntilAllOperationsAreFinished(queue, seconds: 60) else { return }
+        weak let first = chain[0]
+        chain = [chain[count - 1]]
+        chain = [] // the last operation holds the whole chain through its dependencies
+        #expect(first == nil, "the first operation of the chain was freed")
+    }
 
     @Test func D5_dependenciesAreListedInTheOrderTheyWereAdded() {
         let a = BlockOperation {}

@@ -431,6 +431,50 @@ private final class NiceProbe: Operation, @unchecked Sendable {
         #expect(log.snapshot == ["veryHigh", "high", "normal", "low"])
     }
 
+    @Test func Q7_changingThePriorityOfAWaitingOperationMovesItToTheBackOfItsNewLevel() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.isSuspended = true
+        let log = Recorder<String>()
+        let added: [(String, Operation.QueuePriority)] = [("A", .normal), ("B", .high), ("C", .high), ("D", .normal)]
+        let operations = added.map { name, priority in
+            let operation = loggingOperation(name, log)
+            operation.queuePriority = priority
+            queue.addOperation(operation)
+            return operation
+        }
+        operations[0].queuePriority = .high // A: behind B and C, which were high before it
+        operations[2].queuePriority = .low  // C: behind everything normal
+        operations[3].queuePriority = .normal // unchanged: D keeps its place
+        #expect(operations[0].queuePriority == .high)
+        #expect(operations[2].queuePriority == .low)
+        queue.isSuspended = false
+        guard waitUntilAllOperationsAreFinished(queue) else { return }
+        #expect(log.snapshot == ["B", "A", "D", "C"])
+    }
+
+    @Test func Q7_anOperationReprioritisedManyTimesWhileWaitingRunsExactlyOnce() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.isSuspended = true
+        let log = Recorder<String>()
+        let levels: [Operation.QueuePriority] = [.veryLow, .low, .normal, .high, .veryHigh]
+        let operations = (0..<8).map { index in
+            let operation = loggingOperation("op\(index)", log)
+            queue.addOperation(operation)
+            return operation
+        }
+        // 40 changes each: more than the core's 16 entry generations wrap around.
+        for round in 0..<40 {
+            for (index, operation) in operations.enumerated() {
+                operation.queuePriority = levels[(round + index) % levels.count]
+            }
+        }
+        queue.isSuspended = false
+        guard waitUntilAllOperationsAreFinished(queue) else { return }
+        #expect(log.snapshot.sorted() == (0..<8).map { "op\($0)" }.sorted(), "every operation ran exactly once")
+    }
+
     // Regression: every execution block of a BlockOperation runs at the operation's QoS nice
     // (P5), also the ones concurrentPerform hands to libdispatch threads.
     @Test(arguments: [QualityOfService.userInteractive, .background, .utility, .userInitiated])

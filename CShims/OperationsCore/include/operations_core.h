@@ -128,11 +128,16 @@ int op_task_add_dependency(op_task_t *task, op_task_t *dependency);
  *  Returns 0, or ENOENT when there is no such unfinished dependency. */
 int op_task_remove_dependency(op_task_t *task, op_task_t *dependency);
 
-/** Changes the band the task enters its queue in; takes effect when it next becomes ready.
- *  Returns 0 or EINVAL. */
+/** Changes the band of the task. A task waiting in its queue's ready queue moves to the back of
+ *  its new band (the old entry is skipped when reached); otherwise the band applies when it
+ *  next becomes ready. Setting the band it has already does nothing. Returns 0 or EINVAL. */
 int op_task_set_priority(op_task_t *task, op_priority_t priority);
+/** The band set at creation or by op_task_set_priority. */
+op_priority_t op_task_priority(const op_task_t *task);
 /** Changes the task's QoS (op_qos_t or OP_QOS_INHERIT) for its next run. Returns 0 or EINVAL. */
 int op_task_set_qos(op_task_t *task, int qos);
+/** The QoS set at creation or by op_task_set_qos (op_qos_t or OP_QOS_INHERIT). */
+int op_task_qos(const op_task_t *task);
 
 /** Number of dependencies of `task` that have not finished yet (holds not counted). */
 uint32_t op_task_unfinished_dependencies(const op_task_t *task);
