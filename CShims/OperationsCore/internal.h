@@ -176,6 +176,7 @@ struct op_queue {
     /* Written when slots are claimed or released (rare with draining workers). */
     alignas(OP_CACHE_LINE) _Atomic int32_t running; /* claimed slots = tasks running or about to */
     _Atomic int32_t width;                           /* as set; OP_WIDTH_DEFAULT allowed */
+    _Atomic int32_t blocked; /* its tasks asleep in waits; widen a default-width queue */
     _Atomic bool suspended;
     _Atomic int32_t qos;
     _Atomic uint32_t refs;       /* handles + 1 while busy > 0 */
@@ -246,6 +247,10 @@ extern _Thread_local op_task_t *op_tls_task;
 extern _Thread_local op_queue_t *op_tls_queue;
 /* The queue whose slot the calling worker holds while draining it (keeps it alive). */
 extern _Thread_local op_queue_t *op_tls_draining;
+/* worker_pool.c: around a wait's sleep. On a worker or spare thread they make sure a spare
+ * thread stands in while it sleeps; elsewhere they do nothing. */
+void op_worker_will_block(void);
+void op_worker_did_unblock(void);
 
 /* ---- topology.c ----------------------------------------------------------------------------- */
 

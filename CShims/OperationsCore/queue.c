@@ -37,6 +37,7 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     atomic_init(&queue->busy, 0);
     atomic_init(&queue->running, 0);
     atomic_init(&queue->width, width);
+    atomic_init(&queue->blocked, 0);
     atomic_init(&queue->suspended, false);
     atomic_init(&queue->qos, (int32_t)qos);
     atomic_init(&queue->refs, 1);
@@ -95,7 +96,11 @@ const char *op_queue_label(const op_queue_t *queue) { return queue->label; }
 
 int op_queue_effective_width(op_queue_t *queue) {
     int width = atomic_load_explicit(&queue->width, memory_order_relaxed);
-    return width < 0 ? queue->default_width : width;
+    /* Default width means one running task per worker: a task asleep in a wait has handed
+     * its worker's place to a spare (worker_pool.c), so it does not count. */
+    return width < 0 ? queue->default_width + atomic_load_explicit(&queue->blocked,
+                                                                   memory_order_relaxed)
+                     : width;
 }
 
 void op_queue_busy_add(op_queue_t *queue, uint64_t count) {
@@ -424,7 +429,9 @@ int op_queue_wait(op_queue_t *queue, int64_t timeout_ns) {
                 return ETIMEDOUT;
             }
         }
+        op_worker_will_block();
         op_futex_wait(&queue->idle_epoch, epoch, left);
+        op_worker_did_unblock();
         atomic_fetch_sub_explicit(&queue->idle_waiters, 1, memory_order_relaxed);
     }
 }

@@ -490,7 +490,9 @@ int op_task_wait(op_task_t *task, int64_t timeout_ns) {
             left = deadline - op_now_ns();
             if (left <= 0) return ETIMEDOUT;
         }
+        op_worker_will_block();
         op_futex_wait(&task->state, state, left);
+        op_worker_did_unblock();
         state = atomic_load_explicit(&task->state, memory_order_acquire);
     }
 }

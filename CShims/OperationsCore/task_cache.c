@@ -88,6 +88,9 @@ op_task_t *op_task_cache_alloc(void) {
         /* acquire: pairs with the release push, so the batches' links are visible. */
         op_free_block *batches = atomic_exchange_explicit(&op_global_batches, NULL,
                                                           memory_order_acquire);
+        /* A thread that takes blocks hands what it did not use back when it exits (a thread
+         * that only creates tasks would otherwise take them with it). */
+        if (batches && OP_UNLIKELY(!cache->registered)) op_cache_register(cache);
         while (batches) {
             op_free_block *next_batch = batches->next_batch;
             atomic_fetch_sub_explicit(&op_global_count, batches->batch_count,

@@ -17,6 +17,15 @@
  * Each task's body runs at the nice value of its QoS class and thread priority; the worker
  * changes its nice only when that differs from the class's value, and restores it after.
  *
+ * Blocking waits: a task that blocks in op_task_wait / op_queue_wait (waitUntilFinished and
+ * friends) would take its worker out of the pool, and with one worker per CPU a few nested
+ * waits deadlock the class. So a worker about to sleep in a wait tells the pool, which makes
+ * sure at least as many spare threads serve it as workers are blocked: a spare is started when
+ * none is left over (bounded by OP_SPARES_MAX per class). Spares run the same loop as workers,
+ * on the CPUs the blocked worker's affinity allows (they inherit it), and exit after idling
+ * OP_SPARE_IDLE_NS while there are more spares than blocked workers. Blocked workers and spares
+ * are counted in one word, so "start one" and "retire one" can never both miss each other.
+ *
  * Workers live as long as the process. Pool creation takes a mutex (once per class); nothing
  * else here locks.
  */
@@ -34,6 +43,13 @@
 #define OP_LINGER_NS 3000   /* a worker whose queue ran dry waits this long for more work
                                before giving its slot back (saves a slot + token round trip) */
 #define OP_DRAIN_BUDGET 256 /* tasks run per token before other queues get a turn */
+#define OP_SPARES_MAX 512   /* spare threads per class at most (nested waits that deep) */
+#define OP_SPARE_IDLE_NS (200 * INT64_C(1000000)) /* a surplus spare exits after this idle */
+
+/* pool->balance: blocked workers (and blocked spares) in the low half, spares in the high. */
+#define OP_BALANCE_SPARE (UINT64_C(1) << 32)
+#define OP_BALANCE_BLOCKED(word) ((uint32_t)(word))
+#define OP_BALANCE_SPARES(word) ((uint32_t)((word) >> 32))
 
 typedef struct op_worker {
     alignas(OP_CACHE_LINE) op_pool *pool;
@@ -47,6 +63,7 @@ typedef struct op_worker {
     int current_nice;
     int base_nice;
     uint32_t nice_generation;
+    bool spare;      /* started to stand in for a blocked thread; not in pool->workers */
 } op_worker;
 
 struct op_pool {
@@ -58,7 +75,14 @@ struct op_pool {
     alignas(OP_CACHE_LINE) _Atomic int searching;
     alignas(OP_CACHE_LINE) _Atomic int started;
     op_worker *workers;
+    alignas(OP_CACHE_LINE) _Atomic uint64_t balance; /* see OP_BALANCE_* */
+    _Atomic int spares_peak;
+    _Atomic int spare_serial;
 };
+
+/* The pool of the worker or spare running on this thread; NULL elsewhere. */
+static _Thread_local op_pool *op_tls_pool;
+static void op_pool_start_spare(op_pool *pool);
 
 static op_pool *_Atomic op_pools[OP_QOS_COUNT];
 static pthread_mutex_t op_pools_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -253,20 +277,128 @@ static void op_worker_drain(op_worker *worker, op_queue_t *queue) {
 
 /* ---- the worker thread ---------------------------------------------------------------------- */
 
+/* ---- spares for blocked workers ------------------------------------------------------------ */
+
+/* An idle spare leaves if there are more spares than blocked threads; true if it may exit. */
+static bool op_spare_retire(op_pool *pool) {
+    uint64_t word = atomic_load_explicit(&pool->balance, memory_order_relaxed);
+    while (OP_BALANCE_SPARES(word) > OP_BALANCE_BLOCKED(word)) {
+        /* relaxed: a count; the thread that needs a spare re-decides on this same word. */
+        if (atomic_compare_exchange_weak_explicit(&pool->balance, &word, word - OP_BALANCE_SPARE,
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The default-width queue whose task this thread runs and which it widened while asleep. */
+static _Thread_local op_queue_t *op_tls_widened;
+
+void op_worker_will_block(void) {
+    op_pool *pool = op_tls_pool;
+    if (!pool) return; /* not a worker: nothing to stand in for */
+    op_queue_t *queue = op_tls_queue;
+    if (queue && atomic_load_explicit(&queue->width, memory_order_relaxed) < 0) {
+        /* relaxed: read with the other width inputs; dispatching below orders the claim. */
+        atomic_fetch_add_explicit(&queue->blocked, 1, memory_order_relaxed);
+        op_tls_widened = queue;
+    }
+    uint64_t word = atomic_load_explicit(&pool->balance, memory_order_relaxed);
+    for (;;) {
+        uint32_t blocked = OP_BALANCE_BLOCKED(word) + 1;
+        uint32_t spares = OP_BALANCE_SPARES(word);
+        bool start = spares < blocked && spares < OP_SPARES_MAX;
+        uint64_t next = word + 1 + (start ? OP_BALANCE_SPARE : 0);
+        /* relaxed: counts only; one word, so this and op_spare_retire decide in one order. */
+        if (atomic_compare_exchange_weak_explicit(&pool->balance, &word, next,
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+            if (start) op_pool_start_spare(pool);
+            /* The queue may now start one more of its tasks (on the spare, or any worker). */
+            if (op_tls_widened) op_queue_dispatch_sub(op_tls_widened, 1, 0);
+            return;
+        }
+    }
+}
+
+void op_worker_did_unblock(void) {
+    op_pool *pool = op_tls_pool;
+    if (!pool) return;
+    if (op_tls_widened) {
+        /* relaxed: the queue's extra slot, if taken, is given back by its drainer. */
+        atomic_fetch_sub_explicit(&op_tls_widened->blocked, 1, memory_order_relaxed);
+        op_tls_widened = NULL;
+    }
+    /* relaxed: a count. A surplus spare notices when it next idles. */
+    atomic_fetch_sub_explicit(&pool->balance, 1, memory_order_relaxed);
+}
+
+static void *op_worker_main(void *arg);
+
+static void op_pool_start_spare(op_pool *pool) {
+    op_worker *spare = NULL;
+    if (posix_memalign((void **)&spare, OP_CACHE_LINE, sizeof *spare) != 0) spare = NULL;
+    int rc = ENOMEM;
+    if (spare) {
+        memset(spare, 0, sizeof *spare);
+        spare->pool = pool;
+        spare->spare = true;
+        spare->index = atomic_fetch_add_explicit(&pool->spare_serial, 1, memory_order_relaxed);
+        spare->cpu = -1;
+        spare->node = 0;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        rc = pthread_create(&spare->thread, &attr, op_worker_main, spare);
+        pthread_attr_destroy(&attr);
+    }
+    if (rc != 0) {
+        /* Out of threads: undo the count and go on blocking; the wait still ends when its
+         * work runs on the remaining threads. Reported once. */
+        free(spare);
+        atomic_fetch_sub_explicit(&pool->balance, OP_BALANCE_SPARE, memory_order_relaxed);
+        static _Atomic bool reported = false;
+        if (!atomic_exchange_explicit(&reported, true, memory_order_relaxed)) {
+            fprintf(stderr, "operations: cannot start a spare worker for a blocked one: %s\n",
+                    strerror(rc));
+        }
+        return;
+    }
+    int total = (int)OP_BALANCE_SPARES(atomic_load_explicit(&pool->balance, memory_order_relaxed));
+    int peak = atomic_load_explicit(&pool->spares_peak, memory_order_relaxed);
+    while (total > peak && !atomic_compare_exchange_weak_explicit(
+                               &pool->spares_peak, &peak, total, memory_order_relaxed,
+                               memory_order_relaxed)) {
+    }
+}
+
+int op_runtime_spare_workers(op_qos_t qos, int *peak) {
+    if ((unsigned)qos >= OP_QOS_COUNT) return 0;
+    op_pool *pool = atomic_load_explicit(&op_pools[qos], memory_order_acquire);
+    if (!pool) {
+        if (peak) *peak = 0;
+        return 0;
+    }
+    if (peak) *peak = atomic_load_explicit(&pool->spares_peak, memory_order_relaxed);
+    return (int)OP_BALANCE_SPARES(atomic_load_explicit(&pool->balance, memory_order_relaxed));
+}
+
 static void *op_worker_main(void *arg) {
     op_worker *worker = arg;
     op_pool *pool = worker->pool;
     char name[16];
-    snprintf(name, sizeof name, "op-q%d-w%d", pool->qos, worker->index);
+    snprintf(name, sizeof name, worker->spare ? "op-q%d-s%d" : "op-q%d-w%d", pool->qos,
+             worker->index);
     pthread_setname_np(pthread_self(), name);
-    op_topology_pin_current_thread(worker->cpu, worker->node);
+    op_tls_pool = pool;
+    if (!worker->spare) op_topology_pin_current_thread(worker->cpu, worker->node);
     worker->base_nice = op_current_thread_nice();
     worker->current_nice = worker->base_nice;
     worker->nice_generation = 0;
     op_worker_refresh_class_nice(worker);
     atomic_store_explicit(&worker->tid, op_current_tid(), memory_order_relaxed);
     /* release: op_runtime_start_workers reads the worker's fields after seeing the count. */
-    atomic_fetch_add_explicit(&pool->started, 1, memory_order_release);
+    if (!worker->spare) atomic_fetch_add_explicit(&pool->started, 1, memory_order_release);
 
     for (;;) {
         op_queue_t *queue = op_pool_take_token(pool, worker->node);
@@ -290,8 +422,14 @@ static void *op_worker_main(void *arg) {
                 queue = op_pool_take_token(pool, worker->node);
                 if (queue) {
                     op_event_cancel_wait(&pool->event);
-                } else {
+                } else if (!worker->spare) {
                     op_event_wait(&pool->event, key, OP_WAIT_FOREVER);
+                    continue;
+                } else {
+                    if (op_event_wait(&pool->event, key, OP_SPARE_IDLE_NS) == ETIMEDOUT &&
+                        op_spare_retire(pool)) {
+                        break;
+                    }
                     continue;
                 }
             }
@@ -301,6 +439,7 @@ static void *op_worker_main(void *arg) {
         }
         op_worker_drain(worker, queue);
     }
+    free(worker);
     return NULL;
 }
 
@@ -325,6 +464,9 @@ static op_pool *op_pool_create(int qos) {
     op_event_init(&pool->event);
     atomic_init(&pool->searching, 0);
     atomic_init(&pool->started, 0);
+    atomic_init(&pool->balance, 0);
+    atomic_init(&pool->spares_peak, 0);
+    atomic_init(&pool->spare_serial, 0);
     memset(pool->workers, 0, sizeof(op_worker) * (size_t)pool->size);
     for (int i = 0; i < pool->size; i++) {
         op_worker *worker = &pool->workers[i];

@@ -1,16 +1,20 @@
 /* dispatch_baselines.c — libdispatch workloads for the perf harness (see the header). */
 #include "dispatch_baselines.h"
+#include "work_bodies.h"
 
 /* libdispatch's C entry points, declared here because the toolchain's <dispatch/dispatch.h>
  * is not on SwiftPM's C include path (and -I would need unsafeFlags). These are libdispatch's
  * stable C ABI: objects are pointers, DISPATCH_TIME_FOREVER is ~0, a NULL attribute makes a
- * serial queue. libdispatch.so comes with the Swift toolchain and swiftc links it. */
+ * serial queue, &_dispatch_queue_attr_concurrent a concurrent one. libdispatch.so comes with
+ * the Swift toolchain and swiftc links it. */
 typedef void *dispatch_queue_t;
 typedef void *dispatch_group_t;
 typedef void (*dispatch_function_t)(void *);
+struct dispatch_queue_attr_s;
+extern struct dispatch_queue_attr_s _dispatch_queue_attr_concurrent;
 #define DISPATCH_TIME_FOREVER (~(uint64_t)0)
-#define DISPATCH_QUEUE_PRIORITY_DEFAULT 0
 #define DISPATCH_QUEUE_SERIAL NULL
+#define DISPATCH_QUEUE_CONCURRENT ((void *)&_dispatch_queue_attr_concurrent)
 extern dispatch_queue_t dispatch_get_global_queue(long identifier, unsigned long flags);
 extern dispatch_queue_t dispatch_queue_create(const char *label, void *attr);
 extern dispatch_group_t dispatch_group_create(void);
@@ -20,37 +24,25 @@ extern void dispatch_async_f(dispatch_queue_t, void *, dispatch_function_t);
 extern void dispatch_group_enter(dispatch_group_t);
 extern void dispatch_group_leave(dispatch_group_t);
 extern long dispatch_group_wait(dispatch_group_t, uint64_t timeout);
+extern void dispatch_suspend(void *object);
+extern void dispatch_resume(void *object);
 extern void dispatch_release(void *object);
 
-#include <malloc.h>
-#include <stdatomic.h>
 #include <stdlib.h>
-#include <time.h>
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-void baseline_count_one(void *context) {
-    /* relaxed: a tally read after the group wait, which orders it. */
-    atomic_fetch_add_explicit((_Atomic int64_t *)context, 1, memory_order_relaxed);
-}
 
 /* n items onto `queue` in one group, then a group wait; returns the elapsed ns. */
 static uint64_t run_group(dispatch_queue_t queue, long n, int64_t *counter) {
     dispatch_group_t group = dispatch_group_create();
-    uint64_t start = now_ns();
+    uint64_t start = perf_now_ns();
     for (long i = 0; i < n; i++) dispatch_group_async_f(group, queue, counter, baseline_count_one);
     dispatch_group_wait(group, DISPATCH_TIME_FOREVER);
-    uint64_t elapsed = now_ns() - start;
+    uint64_t elapsed = perf_now_ns() - start;
     dispatch_release(group);
     return elapsed;
 }
 
 uint64_t dispatch_baseline_independent(long n, int64_t *counter) {
-    return run_group(dispatch_get_global_queue(DISPATCH_QUEUE_PRIORITY_DEFAULT, 0), n, counter);
+    return run_group(dispatch_get_global_queue(DISPATCH_BASELINE_QOS_DEFAULT, 0), n, counter);
 }
 
 uint64_t dispatch_baseline_serial(long n, int64_t *counter) {
@@ -60,36 +52,97 @@ uint64_t dispatch_baseline_serial(long n, int64_t *counter) {
     return elapsed;
 }
 
-typedef struct chain_link {
-    dispatch_group_t done;
-    _Atomic int64_t *counter;
-} chain_link;
+typedef struct graph_run graph_run;
 
-static void chain_step(void *context) {
-    chain_link *link = context;
-    baseline_count_one(link->counter);
-    dispatch_group_leave(link->done);
+typedef struct graph_item {
+    dispatch_group_t predecessors; /* NULL for an item without predecessors */
+    graph_run *run;
+    long index;
+} graph_item;
+
+struct graph_run {
+    graph_item *items;
+    const int32_t *successor_start;
+    const int32_t *successors;
+    dispatch_group_t all_done;
+    int64_t *counter;
+};
+
+static void graph_step(void *context) {
+    graph_item *item = context;
+    graph_run *run = item->run;
+    baseline_count_one(run->counter);
+    for (int32_t s = run->successor_start[item->index]; s < run->successor_start[item->index + 1]; s++) {
+        dispatch_group_leave(run->items[run->successors[s]].predecessors);
+    }
+    dispatch_group_leave(run->all_done);
 }
 
-uint64_t dispatch_baseline_chain(long n, int64_t *counter) {
-    dispatch_queue_t queue = dispatch_get_global_queue(DISPATCH_QUEUE_PRIORITY_DEFAULT, 0);
-    chain_link *links = calloc((size_t)n, sizeof *links);
-    uint64_t start = now_ns();
+uint64_t dispatch_baseline_graph(long n, const int32_t *successor_start, const int32_t *successors,
+                                 const int32_t *predecessor_count, int64_t *counter) {
+    dispatch_queue_t queue = dispatch_get_global_queue(DISPATCH_BASELINE_QOS_DEFAULT, 0);
+    graph_run run = {calloc((size_t)n, sizeof(graph_item)), successor_start, successors, NULL, counter};
+    uint64_t start = perf_now_ns();
+    run.all_done = dispatch_group_create();
     for (long i = 0; i < n; i++) {
-        links[i].done = dispatch_group_create();
-        links[i].counter = (_Atomic int64_t *)counter;
-        dispatch_group_enter(links[i].done);
-        if (i == 0) {
-            dispatch_async_f(queue, &links[i], chain_step);
-        } else {
-            dispatch_group_notify_f(links[i - 1].done, queue, &links[i], chain_step);
+        graph_item *item = &run.items[i];
+        item->run = &run;
+        item->index = i;
+        dispatch_group_enter(run.all_done);
+        if (predecessor_count[i] > 0) {
+            item->predecessors = dispatch_group_create();
+            for (int32_t p = 0; p < predecessor_count[i]; p++) dispatch_group_enter(item->predecessors);
+            dispatch_group_notify_f(item->predecessors, queue, item, graph_step);
         }
     }
-    dispatch_group_wait(links[n - 1].done, DISPATCH_TIME_FOREVER);
-    uint64_t elapsed = now_ns() - start;
-    for (long i = 0; i < n; i++) dispatch_release(links[i].done);
-    free(links);
+    for (long i = 0; i < n; i++) {
+        if (predecessor_count[i] == 0) dispatch_async_f(queue, &run.items[i], graph_step);
+    }
+    dispatch_group_wait(run.all_done, DISPATCH_TIME_FOREVER);
+    uint64_t elapsed = perf_now_ns() - start;
+    for (long i = 0; i < n; i++) {
+        if (run.items[i].predecessors) dispatch_release(run.items[i].predecessors);
+    }
+    dispatch_release(run.all_done);
+    free(run.items);
     return elapsed;
 }
 
-size_t baseline_heap_in_use(void) { return mallinfo2().uordblks; }
+dispatch_baseline_object dispatch_baseline_global_queue(int qos_class) {
+    return dispatch_get_global_queue(qos_class, 0);
+}
+
+dispatch_baseline_object dispatch_baseline_concurrent_queue(const char *label) {
+    return dispatch_queue_create(label, DISPATCH_QUEUE_CONCURRENT);
+}
+
+void dispatch_baseline_release(dispatch_baseline_object object) { dispatch_release(object); }
+
+void dispatch_baseline_async(dispatch_baseline_object queue, void *context, void (*fn)(void *)) {
+    dispatch_async_f(queue, context, fn);
+}
+
+struct dispatch_baseline_suspended {
+    dispatch_queue_t queue;
+    dispatch_group_t group;
+};
+
+dispatch_baseline_suspended *dispatch_baseline_suspended_create(void) {
+    dispatch_baseline_suspended *state = malloc(sizeof *state);
+    state->queue = dispatch_queue_create("perf.suspended", DISPATCH_QUEUE_CONCURRENT);
+    state->group = dispatch_group_create();
+    dispatch_suspend(state->queue);
+    return state;
+}
+
+void dispatch_baseline_suspended_fill(dispatch_baseline_suspended *state, long n, int64_t *counter) {
+    for (long i = 0; i < n; i++) dispatch_group_async_f(state->group, state->queue, counter, baseline_count_one);
+}
+
+void dispatch_baseline_suspended_drain(dispatch_baseline_suspended *state) {
+    dispatch_resume(state->queue);
+    dispatch_group_wait(state->group, DISPATCH_TIME_FOREVER);
+    dispatch_release(state->group);
+    dispatch_release(state->queue);
+    free(state);
+}

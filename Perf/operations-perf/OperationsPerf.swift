@@ -1,112 +1,140 @@
-// OperationsPerf.swift — the `operations-perf` command: runs the workloads of the C core against
-// libdispatch in one process, interleaved, and prints medians and ratios.
+// OperationsPerf.swift — the `operations-perf` command: its options, and what it does with a
+// run's report (table on stdout, --json, --svg).
 import ArgumentParser
-import OperationsCore
 
 @main
 struct OperationsPerf: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "operations-perf",
-        abstract: "Measures the Operations runtime side by side with libdispatch.",
+        abstract: "Measures the Operations runtime against Foundation's OperationQueue and libdispatch.",
         discussion: """
-            Workloads (each item runs the same C body, a relaxed atomic increment):
-              independent  N empty tasks on a default-width queue vs dispatch_group_async_f onto
-                           the global queue, then a wait.
-              serial       the same on a width-1 queue vs a serial dispatch queue.
-              chain        N tasks where task i depends on task i-1, vs a chain of dispatch
-                           groups (item i starts from dispatch_group_notify_f on group i-1).
-              operations   N/10 empty BlockOperations added one by one to a default-width queue
-                           through our Swift API, Foundation's OperationQueue, and dispatch;
-                           then heap bytes per BlockOperation queued on a suspended queue.
-            Implementations run in the same process in interleaved rounds (A B, B A, ...). Each
-            figure is a median over rounds; each ratio (dispatch time / core time) is taken
-            within a round, then the median is reported. Before timing, every implementation runs
-            1000 items and must count exactly 1000. A watchdog ends a hung run naming the workload.
-            Build with -c release for meaningful numbers.
+            Contenders: operations (our Swift API: Operations.BlockOperation on
+            Operations.OperationQueue), core (our C API: op_queue_submit_f,
+            op_task_create), foundation (Foundation.OperationQueue), dispatch (plain
+            libdispatch). Every item runs the same C body. They run in the same process
+            in interleaved rounds (A B C D, B C D A, ...); each figure is a median over
+            rounds and each ratio is taken within a round. Throughput samples repeat a
+            workload back to back until they last --min-sample-ms. Before timing, every
+            workload runs once small with items that count themselves (a wrong count
+            fails the run); a watchdog turns a hang into an error naming the workload.
+            Build with -c release.
+
+            Workloads (the default suite is W1-W9):
+            \(WorkloadCatalog.helpText)
             """)
 
-    @Option(help: "Items per workload.")
-    var size = 1_000_000
-
-    @Option(help: "Interleaved rounds per workload.")
-    var rounds = 7
-
-    @Flag(help: "A short run: 100 000 items, 3 rounds.")
+    @Flag(help: "A short run (under 20 s): smaller sizes, 3 rounds.")
     var quick = false
 
-    @Flag(help: """
-        Also measure cost per task at 10^3 … 10^6 tasks (independent and chain). Sizes below 10^5 \
-        run back to back within one timed sample until it holds 10^5 tasks.
-        """)
+    @Option(help: "Interleaved rounds of W1-W6, W8 (default 5; --quick 3).")
+    var rounds: Int?
+    @Option(help: "Interleaved rounds of W7 (default 3; --quick 2).")
+    var latencyRounds: Int?
+    @Option(help: "Rounds of W9.")
+    var priorityRounds = 1
+    @Option(help: "Minimum ms per throughput sample; faster runs repeat back to back (default 100; --quick 20).")
+    var minSampleMs: Double?
+
+    @Option(help: "W1-W3: operations per run (default 100000).")
+    var operations: Int?
+    @Option(help: "W4: chain length (default 5000).")
+    var chain: Int?
+    @Option(help: "W5: grid side G, GxG operations (default 70).")
+    var grid: Int?
+    @Option(help: "W6: children per round K (default 100).")
+    var fanOut: Int?
+    @Option(help: "W6: rounds R (default 40).")
+    var fanRounds: Int?
+    @Option(help: "W7: idle probes per round (default 300).")
+    var idleSamples: Int?
+    @Option(help: "W7: busy and stream probes per round (default 10000).")
+    var latencySamples: Int?
+    @Option(help: "W8: operations on the suspended queue (default 100000).")
+    var memoryOperations: Int?
+    @Option(help: "W9: seconds of load and probes per case (default 1.0).")
+    var prioritySeconds: Double?
+    @Option(help: "Nice share: seconds per pair (default 0.4).")
+    var shareSeconds: Double?
+    @Option(help: "Sweep: Foundation runs only up to this many ops.")
+    var foundationCap = 100_000
+
+    @Flag(help: "Also run the scaling sweep (W1, W4, W5 at 10^3 ... 10^6 ops).")
     var sweep = false
-
-    @Option(help: "Run only these workloads (comma-separated names).")
+    @Flag(help: "Also run the thread-priority experiment (CPU share per nice value).")
+    var niceShare = false
+    @Option(help: "Run only these workloads (comma-separated: W1 ... W9, sweep, nice-share).")
     var only: String?
-
-    @Option(help: "Run only these implementations (comma-separated: core, operations, foundation, dispatch), e.g. to profile one.")
+    @Option(help: "Run only these contenders (comma-separated: operations, core, foundation, dispatch).")
     var contenders: String?
 
-    @Option(help: "Seconds before the watchdog declares a workload hung.")
+    @Option(help: "Write every round of every figure to this JSON file.")
+    var json: String?
+    @Option(help: "Write SVG charts into this directory (created if missing).")
+    var svg: String?
+    @Option(help: "Seconds before the watchdog declares a run hung.")
     var watchdog = 120
 
     mutating func run() throws {
-        if quick {
-            size = 100_000
-            rounds = 3
-        }
-        guard size >= 1000, rounds >= 1 else { throw ValidationError("--size >= 1000 and --rounds >= 1") }
+        let config = try configuration()
         Watchdog.limitSeconds = watchdog
-        let timeout = Int64(watchdog) * 1_000_000_000
-        var topology = op_topology_t()
-        op_runtime_topology(&topology)
-        print("operations-perf: \(topology.cpu_count) CPUs, \(topology.node_count) NUMA node(s), "
-              + "NUMA \(topology.numa ? "in use" : "not used"); size \(size), \(rounds) rounds")
-
-        var workloads = CoreWorkloads.all(timeout: timeout)
-        if let only {
-            let names = Set(only.split(separator: ",").map(String.init))
-            let unknown = names.subtracting(workloads.map(\.name))
-            guard unknown.isEmpty else {
-                throw ValidationError("unknown workload(s): \(unknown.sorted().joined(separator: ", "))")
-            }
-            workloads = workloads.filter { names.contains($0.name) }
+        Progress.start()
+        print("operations-perf: \(Machine.current.description)")
+        print("workloads \(config.selected.sorted().joined(separator: " ")); contenders "
+              + config.competitors.map(\.name).joined(separator: " ") + "; \(config.rounds) rounds"
+              + (quick ? " (--quick)" : ""))
+        var report = try Suite.run(config)
+        report.wallSeconds = Progress.elapsedSeconds
+        Table.print(report)
+        if let json { try JSONReport.write(report, to: json) }
+        if let svg {
+            let files = try Charts.write(report, to: svg)
+            print("\ncharts: " + files.joined(separator: ", "))
         }
-        if let contenders {
-            let names = Set(contenders.split(separator: ",").map(String.init))
-            workloads = workloads.map { workload in
-                var kept = workload
-                kept.contenders = workload.contenders.filter { names.contains($0.name) }
-                return kept
-            }.filter { !$0.contenders.isEmpty }
-        }
-        for workload in workloads { try Runner.verify(workload) }
-        var results: [WorkloadResult] = []
-        for workload in workloads {
-            results.append(try Runner.measure(workload, size: max(1000, size / workload.sizeDivisor), rounds: rounds))
-        }
-        Progress.done()
-        Table.printResults(results)
-        if workloads.contains(where: { $0.name == "operations" }) {
-            let n = 100_000
-            print("heap bytes per BlockOperation queued on a suspended queue (mallinfo2, \(n) ops): "
-                  + "operations \(Table.format(QueuedMemory.operations(n))), foundation \(Table.format(QueuedMemory.foundation(n)))")
-        }
-
-        if sweep {
-            var rows: [WorkloadResult] = []
-            for workload in workloads where workload.name == "independent" || workload.name == "chain" {
-                for exponent in 3...6 {
-                    let n = Int(pow10(exponent))
-                    rows.append(try Runner.measure(workload, size: n, rounds: max(3, rounds / 2),
-                                                   repetitions: max(1, 100_000 / n)))
-                }
-            }
-            Progress.done()
-            Table.printSweep(rows)
-        }
+        print("\nwall time \(Table.fixed(report.wallSeconds, 1)) s")
     }
 
-    private func pow10(_ exponent: Int) -> Double {
-        (0..<exponent).reduce(1.0) { value, _ in value * 10 }
+    /// The options resolved into sizes, selection and contenders.
+    private func configuration() throws -> SuiteConfiguration {
+        var sizes = quick ? Sizes.quick : Sizes()
+        func set<T>(_ value: T?, _ path: WritableKeyPath<Sizes, T>) { if let value { sizes[keyPath: path] = value } }
+        set(operations, \.operations)
+        set(chain, \.chain)
+        set(grid, \.grid)
+        set(fanOut, \.fanOutWidth)
+        set(fanRounds, \.fanOutRounds)
+        set(idleSamples, \.idleSamples)
+        set(latencySamples, \.latencySamples)
+        set(memoryOperations, \.memoryOperations)
+        set(prioritySeconds, \.prioritySeconds)
+        set(shareSeconds, \.shareSeconds)
+        guard sizes.operations >= 1, sizes.chain >= 1, sizes.grid >= 1, sizes.fanOutWidth >= 1, sizes.fanOutRounds >= 1,
+              sizes.idleSamples >= 1, sizes.latencySamples >= 1, sizes.memoryOperations >= 1,
+              sizes.prioritySeconds > 0, sizes.shareSeconds > 0
+        else { throw ValidationError("sizes must be positive") }
+
+        let known = Set(WorkloadCatalog.entries.map(\.id))
+        var selected = Set(WorkloadCatalog.defaultSuite)
+        if let only {
+            selected = Set(only.split(separator: ",").map(String.init))
+            let unknown = selected.subtracting(known)
+            guard unknown.isEmpty else { throw ValidationError("unknown workload(s): \(unknown.sorted().joined(separator: ", "))") }
+        }
+        if sweep { selected.insert(ScalingSweep.id) }
+        if niceShare { selected.insert(NiceShare.id) }
+
+        var competitors = Competitors.all
+        if let contenders {
+            let names = Set(contenders.split(separator: ",").map(String.init))
+            let unknown = names.subtracting(competitors.map(\.name))
+            guard unknown.isEmpty else { throw ValidationError("unknown contender(s): \(unknown.sorted().joined(separator: ", "))") }
+            competitors = competitors.filter { names.contains($0.name) }
+        }
+        let rounds = rounds ?? (quick ? 3 : 5)
+        guard rounds >= 1, priorityRounds >= 1, (latencyRounds ?? 1) >= 1 else { throw ValidationError("rounds must be >= 1") }
+        guard watchdog >= 1 else { throw ValidationError("--watchdog must be >= 1") }
+        return SuiteConfiguration(
+            selected: selected, competitors: competitors, sizes: sizes, rounds: rounds,
+            latencyRounds: latencyRounds ?? (quick ? 2 : 3), priorityRounds: priorityRounds,
+            minimumSampleNs: (minSampleMs ?? (quick ? 20 : 100)) * 1e6, foundationCap: foundationCap)
     }
 }

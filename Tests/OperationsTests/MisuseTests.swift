@@ -38,6 +38,11 @@ final class ReentrantStartOperation: Operation, @unchecked Sendable {
     override func main() { start() }
 }
 
+/// Adds itself to a queue from inside its own `main()` (so while it executes).
+final class SelfAddingOperation: Operation, @unchecked Sendable {
+    override func main() { OperationQueue().addOperation(self) }
+}
+
 /// Calls `waitUntilFinished()` on itself from inside its own `main()`.
 final class SelfWaitingOperation: Operation, @unchecked Sendable {
     override func main() { waitUntilFinished() }
@@ -158,6 +163,15 @@ struct MisuseTests {
         expectStandardError(result, contains: ["\"finished-in-a-queue\""])
     }
 
+    @Test func Q1_addingAnOperationThatIsExecutingTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let operation = SelfAddingOperation()
+            operation.name = "adds-itself-while-running"
+            operation.start()
+        }
+        expectStandardError(result, contains: ["already executing", "\"adds-itself-while-running\""])
+    }
+
     @Test func Q1_theSameOperationTwiceInAddOperationsTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let operation = BlockOperation {}
@@ -267,6 +281,26 @@ struct MisuseTests {
             quietPeriod(30)
         }
         expectStandardError(result, contains: ["from one of its own operations", "\"self-waiting-queue\""])
+    }
+
+    // Under Swift Testing neither exit-test bodies nor Dispatch's main queue run on the process's
+    // main thread, so the child forks: in the forked process the calling thread is the main
+    // thread (its thread id is the process id). The child exits with the grandchild's outcome.
+    @Test func Q6_waitUntilAllOperationsAreFinishedOnTheMainQueueFromTheMainThreadTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            armWatchdog("waitUntilAllOperationsAreFinished() on the main queue from the main thread did not trap")
+            let main = OperationQueue.main
+            let child = fork()
+            if child == 0 {
+                main.waitUntilAllOperationsAreFinished()
+                _exit(0)
+            }
+            var status: Int32 = 0
+            while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+            let exitedCleanly = status & 0x7f == 0 && (status >> 8) & 0xff == 0
+            _exit(exitedCleanly ? 0 : 1)
+        }
+        expectStandardError(result, contains: ["waitUntilAllOperationsAreFinished()", "from the main thread", "Main Queue"])
     }
 
     // MARK: - Q2: width

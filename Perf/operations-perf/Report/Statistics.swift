@@ -1,17 +1,14 @@
-// Statistics.swift — medians and the timing clock used by every workload.
-import Glibc
+// Statistics.swift — the timing clock, medians, and the harness's failure type.
+import DispatchBaselines
 
+/// The clock every figure is taken on.
 enum Clock {
     /// CLOCK_MONOTONIC in nanoseconds.
-    static func nanoseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
+    static func nanoseconds() -> UInt64 { perf_now_ns() }
 }
 
 extension Array where Element == Double {
-    /// The median (mean of the middle two for an even count).
+    /// The median (mean of the middle two for an even count); NaN when empty.
     var median: Double {
         guard !isEmpty else { return .nan }
         let sorted = self.sorted()
@@ -23,15 +20,13 @@ extension Array where Element == Double {
 /// A failure that ends the run loudly, naming the workload.
 enum PerfError: Error, CustomStringConvertible {
     case setup(String)
-    case hang(String)
     case wrongCount(workload: String, implementation: String, expected: Int, got: Int64)
 
     var description: String {
         switch self {
         case .setup(let text): "setup failed: \(text)"
-        case .hang(let text): "watchdog: \(text)"
         case .wrongCount(let workload, let implementation, let expected, let got):
-            "\(workload)/\(implementation): expected \(expected) executions, counted \(got)"
+            "\(workload) on \(implementation): expected \(expected) executions, counted \(got)"
         }
     }
 }

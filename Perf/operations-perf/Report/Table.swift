@@ -1,41 +1,125 @@
-// Table.swift — the results table on stdout.
+// Table.swift — the results table on stdout: one section per workload family, then the goals.
+
+/// Prints a `SuiteReport` as plain-text tables.
 enum Table {
-    static func printResults(_ results: [WorkloadResult]) {
-        print("")
-        print(pad("workload", 12) + pad("n", 10) + pad("core ns/task", 14) + pad("dispatch ns/task", 18)
-              + "dispatch/core (median of per-round ratios)")
-        for result in results where result.nsPerItem["operations"] == nil {
-            let core = result.nsPerItem["core"]?.median ?? .nan
-            let dispatch = result.nsPerItem["dispatch"]?.median ?? .nan
-            print(pad(result.workload, 12) + pad("\(result.size)", 10) + pad(format(core), 14)
-                  + pad(format(dispatch), 18) + format(result.ratios.median) + "x")
+    static func print(_ report: SuiteReport) {
+        if !report.throughput.isEmpty {
+            section("Throughput: ns per op, median of \(report.rounds) interleaved rounds; "
+                    + "xdispatch = dispatch's time / its time in the same round (median; above 1 is faster)")
+            throughputRows(report.throughput)
         }
-        for result in results where result.nsPerItem["operations"] != nil {
-            print("")
-            print("Swift layer, \(result.size) empty BlockOperations: operations \(format(result.nsPerItem["operations"]!.median)) ns/op, "
-                  + "foundation \(format(result.nsPerItem["foundation"]?.median ?? .nan)) ns/op, dispatch \(format(result.nsPerItem["dispatch"]?.median ?? .nan)) ns/item; "
-                  + "foundation/operations \(format(result.foundationRatios.median))x, dispatch/operations \(format(result.ratios.median))x")
+        if !report.latency.isEmpty {
+            section("W7 latency, submit call to first instruction, µs (all rounds in one HdrHistogram)")
+            latencyRows(report.latency, nice: false)
+        }
+        if !report.memory.isEmpty {
+            section("W8 memory per op queued on a suspended queue (\(report.memory[0].operations) ops; medians)")
+            row(["contender", "heap B/op", "RSS B/op", "enqueue ns/op", "drain ns/op"], [12, 11, 10, 15, 12])
+            for result in report.memory {
+                row([result.contender, format(result.median(\.heapBytes)), format(result.median(\.residentBytes)),
+                     format(result.median(\.enqueueNs)), format(result.median(\.drainNs))], [12, 11, 10, 15, 12])
+            }
+        }
+        if !report.priority.isEmpty {
+            section("W9 userInteractive probe latency under background load, µs; nice values the bodies ran at")
+            latencyRows(report.priority, nice: true)
+        }
+        if !report.sweep.isEmpty {
+            section("Scaling sweep: ns per op at each size (median)")
+            throughputRows(report.sweep)
+        }
+        if !report.niceShare.isEmpty {
+            section("Nice share: CPU share of each side vs the kernel's prediction (weight 1.25^-nice)")
+            row(["pair", "nice", "share", "predicted", "error"], [40, 9, 15, 15, 8])
+            for result in report.niceShare {
+                let a = result.sides[0], b = result.sides[1]
+                row([result.label, "\(a.nice)/\(b.nice)", percent(a.share) + "/" + percent(b.share),
+                     percent(a.predictedShare) + "/" + percent(b.predictedShare), percent(result.relativeError)],
+                    [40, 9, 15, 15, 8])
+            }
+        }
+        if !report.goals.isEmpty {
+            section("Goals")
+            for goal in report.goals {
+                Swift.print((goal.met ? "met   " : "MISSED") + "  " + goal.goal.padding(64) + goal.measured)
+            }
         }
     }
 
-    static func printSweep(_ rows: [WorkloadResult]) {
-        print("")
-        print("cost per task across sizes (medians, ns/task; sizes < 10^5 repeated to 10^5 tasks per sample)")
-        print(pad("workload", 12) + pad("n", 10) + pad("core", 10) + "dispatch")
-        for row in rows {
-            print(pad(row.workload, 12) + pad("\(row.size)", 10)
-                  + pad(format(row.nsPerItem["core"]?.median ?? .nan), 10)
-                  + format(row.nsPerItem["dispatch"]?.median ?? .nan))
+    private static func throughputRows(_ results: [ThroughputResult]) {
+        let names = Competitors.all.map(\.name)
+        let others = names.filter { $0 != "dispatch" }
+        let widths = [4, 12, 15] + names.map { _ in 11 } + others.map { _ in 10 }
+        row(["id", "workload", "size"] + names + others.map { "\($0.prefix(4))xdisp" }, widths)
+        for result in results {
+            row([result.id, result.name, result.size] + names.map { format(result.median($0)) }
+                + others.map { ratio(result.speedup($0)) }, widths)
         }
     }
 
+    private static func latencyRows(_ results: [LatencyResult], nice: Bool) {
+        let widths = [12, 12, 9, 9, 9, 10, 8] + (nice ? [16, 12] : [])
+        row(["scenario", "contender", "p50", "p99", "p99.9", "max", "count"] + (nice ? ["probe nice", "load nice"] : []), widths)
+        for result in results {
+            let m = result.merged
+            row([result.scenario, result.contender, micro(m.p50), micro(m.p99), micro(m.p999), micro(m.max), "\(m.count)"]
+                + (nice ? [niceText(result.probeNice), niceText(result.loadNice)] : []), widths)
+        }
+    }
+
+    /// "-4" or "10 (95%), 0 (5%)": the nice values bodies ran at.
+    static func niceText(_ counts: [String: Int]?) -> String {
+        guard let counts, !counts.isEmpty else { return "-" }
+        let total = counts.values.reduce(0, +)
+        let sorted = counts.sorted { $0.value > $1.value }
+        if sorted.count == 1 { return sorted[0].key }
+        return sorted.prefix(3).map { "\($0.key) (\(Int((Double($0.value) / Double(total) * 100).rounded()))%)" }
+            .joined(separator: ", ")
+    }
+
+    private static func section(_ title: String) {
+        Swift.print("")
+        Swift.print(title)
+    }
+
+    private static func row(_ cells: [String], _ widths: [Int]) {
+        Swift.print(zip(cells, widths).map { $0.padding($1) }.joined().trimmingTrailingSpaces)
+    }
+
+    /// A value with three significant digits at most ("612", "95.1", "3.51"), "-" when absent.
     static func format(_ value: Double) -> String {
         guard value.isFinite else { return "-" }
-        let scaled = (value * 100).rounded() / 100
-        return "\(scaled)"
+        let magnitude = abs(value)
+        let decimals = magnitude >= 100 ? 0 : magnitude >= 10 ? 1 : 2
+        return fixed(value, decimals)
     }
 
-    static func pad(_ text: String, _ width: Int) -> String {
-        text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+    /// "2.52x" ("0.014x" below 0.1), "-" when absent.
+    static func ratio(_ value: Double) -> String { value.isFinite ? fixed(value, value < 0.1 ? 3 : 2) + "x" : "-" }
+
+    /// ns as µs with three significant digits at most.
+    static func micro(_ ns: UInt64) -> String { format(Double(ns) / 1000) }
+
+    /// A fraction as a percentage with one decimal.
+    static func percent(_ value: Double) -> String { value.isFinite ? fixed(value * 100, 1) + "%" : "-" }
+
+    static func fixed(_ value: Double, _ decimals: Int) -> String {
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        let scaled = Int((value * scale).rounded())
+        guard decimals > 0 else { return "\(scaled)" }
+        let sign = scaled < 0 ? "-" : ""
+        let whole = abs(scaled) / Int(scale), fraction = abs(scaled) % Int(scale)
+        let digits = String(fraction)
+        return "\(sign)\(whole)." + String(repeating: "0", count: decimals - digits.count) + digits
+    }
+}
+
+extension String {
+    /// Without the spaces at its end.
+    var trimmingTrailingSpaces: String {
+        var text = self
+        while text.last == " " { text.removeLast() }
+        return text
     }
 }

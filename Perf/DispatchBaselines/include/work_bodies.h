@@ -1,0 +1,68 @@
+/*
+ * work_bodies.h — the C bodies every competitor runs, so that they differ only in the runtime:
+ * the counting body of the throughput workloads, the probe and load bodies of the latency and
+ * priority workloads (W7, W9), the saturating body of the nice-share experiment, and the
+ * process's memory figures (W8). Bodies run on any runtime's worker threads.
+ */
+#ifndef WORK_BODIES_H
+#define WORK_BODIES_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The throughput body: a relaxed atomic increment of *(int64_t *)counter. */
+void baseline_count_one(void *counter);
+
+/* Heap bytes in use: glibc mallinfo2's uordblks (all arenas) plus hblkhd (mmap'd chunks). */
+size_t baseline_heap_in_use(void);
+/* Returns free heap memory to the system (malloc_trim), so RSS deltas count new pages. */
+void baseline_trim_heap(void);
+/* Resident set size in bytes (/proc/self/statm). */
+size_t baseline_resident_bytes(void);
+
+/* CLOCK_MONOTONIC in ns (the clock every latency is taken on). */
+uint64_t perf_now_ns(void);
+/* The calling thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID). */
+uint64_t perf_thread_cpu_ns(void);
+/* The calling thread's nice value (getpriority on its thread id). */
+int perf_thread_nice(void);
+
+/* One submitted item of W7 / W9. The submitter calls probe_mark_submitted right before its
+ * submit call; the body stamps started_ns first thing and sets finished last. */
+typedef struct probe_slot {
+    uint64_t submitted_ns;
+    uint64_t started_ns;  /* 0 until the body starts; read with probe_started_ns */
+    uint32_t finished;    /* 0 until the body is done; read with probe_is_finished */
+    int32_t nice;         /* the nice the body ran at, when record_nice is set */
+    int32_t record_nice;
+} probe_slot;
+
+void probe_mark_submitted(probe_slot *slot);
+uint64_t probe_started_ns(const probe_slot *slot);
+bool probe_is_finished(const probe_slot *slot);
+
+/* The probe body: stamps started_ns, records the nice when asked, sets finished. */
+void perf_probe_body(void *slot);
+/* The load body: like the probe, then burns perf_load_cpu_ns of thread CPU time (default 1 ms)
+ * unless the stop flag is set. */
+void perf_load_body(void *slot);
+void perf_set_load_cpu_ns(uint64_t ns);
+
+/* The stop flag that ends load and saturating bodies early (set, then cleared for the next run). */
+void perf_set_stop(bool stop);
+
+/* One side of the nice-share experiment; bodies add the CPU time they used between the go
+ * flag and the stop flag. */
+typedef struct share_side {
+    uint64_t cpu_ns;      /* sum over its bodies; read after they finished */
+    int32_t nice;         /* nice of the last body that ran */
+    uint32_t started;     /* bodies started; read with share_started */
+} share_side;
+
+/* The go flag that opens the nice-share window (every saturating body spins from its start). */
+void perf_set_go(bool go);
+/* The saturating body: spins; counts its thread CPU time from the go flag to the stop flag. */
+void perf_saturate_body(void *side);
+uint32_t share_started(const share_side *side);
+
+#endif

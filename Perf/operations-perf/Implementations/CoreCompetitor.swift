@@ -1,0 +1,136 @@
+// CoreCompetitor.swift — `core`: the workloads through our C API directly (OperationsCore):
+// op_queue_submit_f for items without a handle, op_task_create + dependencies for graphs.
+import DispatchBaselines
+import OperationsCore
+
+/// Our C core. Every item runs the same C body as on dispatch, so the two differ only in the
+/// runtime.
+struct CoreCompetitor: Competitor {
+    var name: String { "core" }
+
+    func runEach(_ n: Int, width: QueueWidth, counter: Counter) throws -> UInt64 {
+        let queue = try makeQueue(width: width)
+        defer { op_queue_release(queue) }
+        let start = Clock.nanoseconds()
+        for _ in 0..<n { op_queue_submit_f(queue, baseline_count_one, counter.pointer) }
+        try wait(queue)
+        return Clock.nanoseconds() - start
+    }
+
+    /// `op_queue_submit_batch` of `n` tasks created in the timed section, then a queue wait.
+    func runBatch(_ n: Int, counter: Counter) throws -> UInt64? {
+        let queue = try makeQueue(width: .default)
+        defer { op_queue_release(queue) }
+        var tasks = [OpaquePointer?](repeating: nil, count: n)
+        let start = Clock.nanoseconds()
+        for i in 0..<n { tasks[i] = op_task_create(baseline_count_one, counter.pointer, nil) }
+        let rc = tasks.withUnsafeBufferPointer { op_queue_submit_batch(queue, $0.baseAddress, n) }
+        guard rc == 0 else { throw PerfError.setup("op_queue_submit_batch returned \(rc)") }
+        try wait(queue)
+        let elapsed = Clock.nanoseconds() - start
+        for task in tasks { op_task_release(task) }
+        return elapsed
+    }
+
+    /// All tasks created and linked, then submitted in order (handles released after submit),
+    /// then a queue wait.
+    func runGraph(_ graph: TaskGraph, counter: Counter) throws -> UInt64 {
+        let queue = try makeQueue(width: .default)
+        defer { op_queue_release(queue) }
+        var tasks = [OpaquePointer?](repeating: nil, count: graph.count)
+        let start = Clock.nanoseconds()
+        for item in 0..<graph.count {
+            let task = op_task_create(baseline_count_one, counter.pointer, nil)
+            for predecessor in graph.predecessors(of: item) { op_task_add_dependency(task, tasks[Int(predecessor)]) }
+            tasks[item] = task
+        }
+        for task in tasks {
+            op_queue_submit(queue, task)
+            op_task_release(task)
+        }
+        try wait(queue)
+        return Clock.nanoseconds() - start
+    }
+
+    func makeProbeTarget(_ layout: ProbeLayout) throws -> any ProbeTarget {
+        switch layout {
+        case .plain:
+            let queue = try makeQueue(width: .default)
+            return CoreProbeTarget(loadQueue: queue, probeQueue: queue, perTaskQoS: false)
+        case .twoQueues:
+            return CoreProbeTarget(loadQueue: try makeQueue(width: .default, qos: OP_QOS_BACKGROUND),
+                                   probeQueue: try makeQueue(width: .default, qos: OP_QOS_USER_INTERACTIVE),
+                                   perTaskQoS: false)
+        case .oneQueue:
+            let queue = try makeQueue(width: .default)
+            return CoreProbeTarget(loadQueue: queue, probeQueue: queue, perTaskQoS: true)
+        }
+    }
+
+    func makeSuspendedQueue() throws -> any SuspendedQueue {
+        let queue = try makeQueue(width: .default)
+        op_queue_set_suspended(queue, true)
+        return CoreSuspendedQueue(queue: queue)
+    }
+}
+
+/// A new core queue, or a setup error.
+private func makeQueue(width: QueueWidth, qos: op_qos_t = OP_QOS_DEFAULT) throws -> OpaquePointer {
+    guard let queue = op_queue_create("perf", qos, width == .serial ? 1 : OP_WIDTH_DEFAULT) else {
+        throw PerfError.setup("op_queue_create failed")
+    }
+    return queue
+}
+
+/// Waits for the queue without a limit (the watchdog turns a hang into an error).
+private func wait(_ queue: OpaquePointer) throws {
+    let rc = op_queue_wait(queue, Int64(OP_WAIT_FOREVER))
+    guard rc == 0 else { throw PerfError.setup("op_queue_wait returned \(rc)") }
+}
+
+/// W7 / W9 queues of the core.
+private struct CoreProbeTarget: ProbeTarget {
+    let loadQueue: OpaquePointer
+    let probeQueue: OpaquePointer
+    /// One queue: each task carries its class (and probes the highest band).
+    let perTaskQoS: Bool
+
+    func submit(_ slot: ProbeSlot, _ kind: ProbeKind) {
+        let queue = kind == .probe ? probeQueue : loadQueue
+        guard perTaskQoS else {
+            slot.markSubmitted()
+            op_queue_submit_f(queue, ProbeSlot.body(kind), slot.pointer)
+            return
+        }
+        var attr = op_task_attr_t()
+        op_task_attr_init(&attr)
+        attr.qos = Int32((kind == .probe ? OP_QOS_USER_INTERACTIVE : OP_QOS_BACKGROUND).rawValue)
+        if kind == .probe { attr.priority = OP_PRIORITY_VERY_HIGH }
+        let task = op_task_create(ProbeSlot.body(kind), slot.pointer, &attr)
+        slot.markSubmitted()
+        op_queue_submit(queue, task)
+        op_task_release(task)
+    }
+
+    func close() {
+        _ = op_queue_wait(loadQueue, Int64(OP_WAIT_FOREVER))
+        _ = op_queue_wait(probeQueue, Int64(OP_WAIT_FOREVER))
+        op_queue_release(loadQueue)
+        if probeQueue != loadQueue { op_queue_release(probeQueue) }
+    }
+}
+
+/// A suspended default-width core queue (W8).
+private struct CoreSuspendedQueue: SuspendedQueue {
+    let queue: OpaquePointer
+
+    func fill(_ n: Int, counter: Counter) {
+        for _ in 0..<n { op_queue_submit_f(queue, baseline_count_one, counter.pointer) }
+    }
+
+    func resumeAndDrain() {
+        op_queue_set_suspended(queue, false)
+        _ = op_queue_wait(queue, Int64(OP_WAIT_FOREVER))
+        op_queue_release(queue)
+    }
+}

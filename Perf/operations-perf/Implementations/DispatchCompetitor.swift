@@ -1,0 +1,76 @@
+// DispatchCompetitor.swift — `dispatch`: plain libdispatch (the C side is in DispatchBaselines):
+// the global queue + a group, a serial queue, and groups for dependencies.
+import DispatchBaselines
+
+/// libdispatch through its C function-pointer API.
+struct DispatchCompetitor: Competitor {
+    var name: String { "dispatch" }
+
+    func runEach(_ n: Int, width: QueueWidth, counter: Counter) throws -> UInt64 {
+        switch width {
+        case .default: dispatch_baseline_independent(n, counter.pointer)
+        case .serial: dispatch_baseline_serial(n, counter.pointer)
+        }
+    }
+
+    /// dispatch has no batch call: nil (W3 shows no dispatch column).
+    func runBatch(_ n: Int, counter: Counter) throws -> UInt64? { nil }
+
+    func runGraph(_ graph: TaskGraph, counter: Counter) throws -> UInt64 {
+        graph.successorStart.withUnsafeBufferPointer { start in
+            graph.successors.withUnsafeBufferPointer { successors in
+                graph.predecessorCount.withUnsafeBufferPointer { predecessors in
+                    dispatch_baseline_graph(graph.count, start.baseAddress, successors.baseAddress,
+                                            predecessors.baseAddress, counter.pointer)
+                }
+            }
+        }
+    }
+
+    /// Plain: the default global queue. Two queues: the background and userInteractive global
+    /// queues. One queue: a new concurrent queue (items cannot carry a QoS through the _f API).
+    func makeProbeTarget(_ layout: ProbeLayout) throws -> any ProbeTarget {
+        switch layout {
+        case .plain:
+            let queue = dispatch_baseline_global_queue(Int32(DISPATCH_BASELINE_QOS_DEFAULT))
+            return DispatchProbeTarget(loadQueue: queue, probeQueue: queue, owned: false)
+        case .twoQueues:
+            return DispatchProbeTarget(
+                loadQueue: dispatch_baseline_global_queue(Int32(DISPATCH_BASELINE_QOS_BACKGROUND)),
+                probeQueue: dispatch_baseline_global_queue(Int32(DISPATCH_BASELINE_QOS_USER_INTERACTIVE)),
+                owned: false)
+        case .oneQueue:
+            let queue = dispatch_baseline_concurrent_queue("perf.priority")
+            return DispatchProbeTarget(loadQueue: queue, probeQueue: queue, owned: true)
+        }
+    }
+
+    func makeSuspendedQueue() throws -> any SuspendedQueue {
+        DispatchSuspendedQueue(state: dispatch_baseline_suspended_create())
+    }
+}
+
+/// W7 / W9 dispatch queues. `close` relies on the workload having waited for every slot.
+private struct DispatchProbeTarget: ProbeTarget {
+    let loadQueue: dispatch_baseline_object?
+    let probeQueue: dispatch_baseline_object?
+    /// Whether `loadQueue` was created here (and is released by `close`).
+    let owned: Bool
+
+    func submit(_ slot: ProbeSlot, _ kind: ProbeKind) {
+        slot.markSubmitted()
+        dispatch_baseline_async(kind == .probe ? probeQueue : loadQueue, slot.pointer, ProbeSlot.body(kind))
+    }
+
+    func close() {
+        if owned { dispatch_baseline_release(loadQueue) }
+    }
+}
+
+/// A suspended concurrent dispatch queue and its group (W8).
+private struct DispatchSuspendedQueue: SuspendedQueue {
+    let state: OpaquePointer?
+
+    func fill(_ n: Int, counter: Counter) { dispatch_baseline_suspended_fill(state, n, counter.pointer) }
+    func resumeAndDrain() { dispatch_baseline_suspended_drain(state) }
+}

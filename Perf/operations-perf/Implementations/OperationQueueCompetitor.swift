@@ -1,0 +1,171 @@
+// OperationQueueCompetitor.swift — the workloads written once against the Operation /
+// OperationQueue API; `OperationsAPI` (ours) and `FoundationAPI` plug their types in.
+
+/// One library's Operation / OperationQueue: the two calls whose spelling differs (creating a
+/// queue and a BlockOperation); everything else goes through `PerfOperationQueue`.
+protocol OperationQueueAPI {
+    associatedtype Queue: PerfOperationQueue
+    /// The competitor's name.
+    static var name: String { get }
+    /// `OperationQueue()`.
+    static func newQueue() -> Queue
+    /// `BlockOperation(block: body)`.
+    static func makeOperation(_ body: @escaping @Sendable () -> Void) -> Queue.Op
+}
+
+/// The OperationQueue calls the workloads use; ours and Foundation's have them under these
+/// names, so each conforms with an empty extension.
+protocol PerfOperationQueue: AnyObject {
+    associatedtype Op: PerfOperation
+    associatedtype QoS: RawRepresentable<Int>
+    var maxConcurrentOperationCount: Int { get set }
+    var isSuspended: Bool { get set }
+    var qualityOfService: QoS { get set }
+    func addOperation(_ op: Op)
+    func addOperations(_ ops: [Op], waitUntilFinished: Bool)
+    func waitUntilAllOperationsAreFinished()
+}
+
+/// The Operation calls the workloads use (as for `PerfOperationQueue`).
+protocol PerfOperation: AnyObject {
+    associatedtype QoS: RawRepresentable<Int>
+    associatedtype Priority: RawRepresentable<Int>
+    var qualityOfService: QoS { get set }
+    var queuePriority: Priority { get set }
+    func addDependency(_ op: Self)
+}
+
+/// The QoS classes, named once for every library.
+enum PerfQoS: Int, CaseIterable, Sendable {
+    case background, utility, `default`, userInitiated, userInteractive
+
+    /// The library's enum case of this name.
+    func value<T: RawRepresentable<Int>>(_ type: T.Type = T.self) -> T { T.named("\(self)") }
+}
+
+extension RawRepresentable where RawValue == Int {
+    /// The case called `name`, found by trying raw values -64 … 64: ours and Foundation's enums
+    /// share their case names but not their raw values. For setup, not for timed sections.
+    static func named(_ name: String) -> Self {
+        guard let value = (-64...64).lazy.compactMap(Self.init(rawValue:)).first(where: { "\($0)" == name }) else {
+            fatalError("\(Self.self) has no case \(name)")
+        }
+        return value
+    }
+}
+
+extension OperationQueueAPI {
+    /// A new queue of `width` at `qos` (nil: the library's default QoS).
+    static func makeQueue(width: QueueWidth, qos: PerfQoS?) -> Queue {
+        let queue = newQueue()
+        if case .serial = width { queue.maxConcurrentOperationCount = 1 }
+        if let qos { queue.qualityOfService = qos.value() }
+        return queue
+    }
+}
+
+/// A competitor that runs every workload through `API`'s operations and queues.
+struct OperationQueueCompetitor<API: OperationQueueAPI>: Competitor {
+    var name: String { API.name }
+
+    func runEach(_ n: Int, width: QueueWidth, counter: Counter) throws -> UInt64 {
+        let queue = API.makeQueue(width: width, qos: nil)
+        let start = Clock.nanoseconds()
+        for _ in 0..<n { queue.addOperation(API.makeOperation { counter.countOne() }) }
+        queue.waitUntilAllOperationsAreFinished()
+        return Clock.nanoseconds() - start
+    }
+
+    func runBatch(_ n: Int, counter: Counter) throws -> UInt64? {
+        let queue = API.makeQueue(width: .default, qos: nil)
+        let start = Clock.nanoseconds()
+        var ops: [API.Queue.Op] = []
+        ops.reserveCapacity(n)
+        for _ in 0..<n { ops.append(API.makeOperation { counter.countOne() }) }
+        queue.addOperations(ops, waitUntilFinished: true)
+        return Clock.nanoseconds() - start
+    }
+
+    func runGraph(_ graph: TaskGraph, counter: Counter) throws -> UInt64 {
+        let queue = API.makeQueue(width: .default, qos: nil)
+        let start = Clock.nanoseconds()
+        var ops: [API.Queue.Op] = []
+        ops.reserveCapacity(graph.count)
+        for item in 0..<graph.count {
+            let op = API.makeOperation { counter.countOne() }
+            for predecessor in graph.predecessors(of: item) { op.addDependency(ops[Int(predecessor)]) }
+            ops.append(op)
+        }
+        for op in ops { queue.addOperation(op) }
+        queue.waitUntilAllOperationsAreFinished()
+        let elapsed = Clock.nanoseconds() - start
+        // Last first: each op keeps its dependencies alive, so dropping the array front to back
+        // frees the whole chain recursively from its last op and overflows the stack at 10^5.
+        while !ops.isEmpty { ops.removeLast() }
+        return elapsed
+    }
+
+    func makeProbeTarget(_ layout: ProbeLayout) throws -> any ProbeTarget {
+        OperationProbeTarget<API>(layout: layout)
+    }
+
+    func makeSuspendedQueue() throws -> any SuspendedQueue {
+        OperationSuspendedQueue<API>()
+    }
+}
+
+/// W7 / W9 queues of `API`.
+private struct OperationProbeTarget<API: OperationQueueAPI>: ProbeTarget {
+    let layout: ProbeLayout
+    let loadQueue: API.Queue
+    let probeQueue: API.Queue
+
+    /// One queue: each op's own QoS, and the probes' queue priority.
+    let probeQoS: API.Queue.Op.QoS = PerfQoS.userInteractive.value()
+    let loadQoS: API.Queue.Op.QoS = PerfQoS.background.value()
+    let veryHigh = API.Queue.Op.Priority.named("veryHigh")
+
+    init(layout: ProbeLayout) {
+        self.layout = layout
+        switch layout {
+        case .plain, .oneQueue:
+            loadQueue = API.makeQueue(width: .default, qos: nil)
+            probeQueue = loadQueue
+        case .twoQueues:
+            loadQueue = API.makeQueue(width: .default, qos: .background)
+            probeQueue = API.makeQueue(width: .default, qos: .userInteractive)
+        }
+    }
+
+    func submit(_ slot: ProbeSlot, _ kind: ProbeKind) {
+        let op = API.makeOperation { slot.run(kind) }
+        if case .oneQueue = layout {
+            op.qualityOfService = kind == .probe ? probeQoS : loadQoS
+            if kind == .probe { op.queuePriority = veryHigh }
+        }
+        let queue = kind == .probe ? probeQueue : loadQueue
+        slot.markSubmitted()
+        queue.addOperation(op)
+    }
+
+    func close() {
+        loadQueue.waitUntilAllOperationsAreFinished()
+        probeQueue.waitUntilAllOperationsAreFinished()
+    }
+}
+
+/// A suspended default-width queue of `API` (W8).
+private struct OperationSuspendedQueue<API: OperationQueueAPI>: SuspendedQueue {
+    let queue = API.makeQueue(width: .default, qos: nil)
+
+    init() { queue.isSuspended = true }
+
+    func fill(_ n: Int, counter: Counter) {
+        for _ in 0..<n { queue.addOperation(API.makeOperation { counter.countOne() }) }
+    }
+
+    func resumeAndDrain() {
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+    }
+}

@@ -1,0 +1,15 @@
+// OperationsCompetitor.swift — `operations`: our Swift API (Operations.BlockOperation on
+// Operations.OperationQueue), plugged into the shared OperationQueueCompetitor.
+import Operations
+
+/// Our Swift layer's operations and queues.
+enum OperationsAPI: OperationQueueAPI {
+    static let name = "operations"
+    static func newQueue() -> Operations.OperationQueue { Operations.OperationQueue() }
+    static func makeOperation(_ body: @escaping @Sendable () -> Void) -> Operations.Operation {
+        Operations.BlockOperation(block: body)
+    }
+}
+
+extension Operations.OperationQueue: PerfOperationQueue {}
+extension Operations.Operation: PerfOperation {}

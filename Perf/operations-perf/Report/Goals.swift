@@ -1,0 +1,59 @@
+// Goals.swift — the goals, checked against a report for our two contenders (the Swift
+// API `operations` and the C API `core`); a goal whose workload did not run is left out.
+
+/// Checks each goal the report has figures for.
+enum Goals {
+    /// Our contenders, checked one by one.
+    static let ours = ["operations", "core"]
+
+    static func check(_ report: SuiteReport) -> [GoalCheck] {
+        var checks: [GoalCheck] = []
+        func add(_ goal: String, _ measured: Double, _ text: String, _ met: Bool) {
+            if measured.isFinite { checks.append(GoalCheck(goal: goal, measured: text, met: met)) }
+        }
+        for name in ours {
+            for (id, minimum) in [("W1", 2.0), ("W2", 2.0), ("W4", 1.5), ("W5", 1.5)] {
+                guard let result = report.throughput.first(where: { $0.id == id }) else { continue }
+                let speedup = result.speedup(name)
+                add("\(id) \(name) >= \(Table.fixed(minimum, 1))x dispatch", speedup, Table.ratio(speedup), speedup >= minimum)
+            }
+            if let result = report.throughput.first(where: { $0.id == "W6" }) {
+                let time = 1 / result.speedup(name)
+                add("W6 \(name) time <= 0.7x dispatch's", time, Table.ratio(time), time <= 0.7)
+            }
+            for id in ["W1", "W4", "W5"] {
+                let costs = report.sweep.filter { $0.id == id }.map { $0.median(name) }.filter(\.isFinite)
+                guard costs.count > 1, let low = costs.min(), let high = costs.max() else { continue }
+                add("\(id) \(name) flat ns/op across the sweep (max/min <= 1.5)", high / low,
+                    "\(Table.format(low))-\(Table.format(high)) ns/op, max/min \(Table.ratio(high / low))", high / low <= 1.5)
+            }
+            if let busy = latency(report.latency, "busy", name) {
+                add("W7 busy p50 \(name) <= 0.3 µs", Double(busy.merged.p50), Table.micro(busy.merged.p50) + " µs",
+                    busy.merged.p50 <= 300)
+            }
+            if let idle = latency(report.latency, "idle", name), let dispatch = latency(report.latency, "idle", "dispatch") {
+                let speedup = idle.p50Speedup(over: dispatch)
+                add("W7 idle p50 \(name) <= half of dispatch's", speedup,
+                    "\(Table.micro(idle.merged.p50)) µs vs \(Table.micro(dispatch.merged.p50)) µs, "
+                        + "dispatch/ours \(Table.ratio(speedup))", speedup >= 2)
+            }
+            if let memory = report.memory.first(where: { $0.contender == name }) {
+                let bytes = memory.median(\.heapBytes)
+                add("W8 \(name) <= 144 heap bytes per queued op", bytes, "\(Table.format(bytes)) B", bytes <= 144)
+            }
+            if let probe = latency(report.priority, W9Priority.Case.oneQueue.rawValue, name) {
+                add("W9 one-queue probe p99 \(name) <= 100 µs", Double(probe.merged.p99),
+                    Table.micro(probe.merged.p99) + " µs", probe.merged.p99 <= 100_000)
+            }
+        }
+        if let worst = report.niceShare.map(\.relativeError).max() {
+            add("nice-share within 10% of the kernel's prediction", worst,
+                "worst pair \(Table.percent(worst)) off", worst <= 0.10)
+        }
+        return checks
+    }
+
+    private static func latency(_ results: [LatencyResult], _ scenario: String, _ contender: String) -> LatencyResult? {
+        results.first { $0.scenario == scenario && $0.contender == contender }
+    }
+}

@@ -1,0 +1,51 @@
+// LatencyRunner.swift — runs one latency scenario (a W7 mode, a W9 case) on every competitor
+// in interleaved rounds under the watchdog, merging each competitor's rounds into one histogram.
+
+/// What one latency sample found: the latencies, and (W9) the nice values bodies ran at.
+struct LatencySample {
+    var histogram = LatencyHistogram()
+    var probeNice: [Int32: Int]? = nil
+    var loadNice: [Int32: Int]? = nil
+}
+
+/// Interleaved rounds of latency samples.
+enum LatencyRunner {
+    static func measure(
+        workload: String, scenario: String, on competitors: [any Competitor], rounds: Int,
+        sample: (any Competitor) throws -> LatencySample
+    ) throws -> [LatencyResult] {
+        var merged: [String: LatencySample] = [:]
+        var perRound: [String: [LatencySummary]] = [:]
+        for round in 0..<rounds {
+            for k in 0..<competitors.count {
+                let competitor = competitors[(round + k) % competitors.count]
+                Progress.show("\(workload) \(scenario): round \(round + 1)/\(rounds) \(competitor.name)")
+                let result = try Watchdog.guarding("\(workload) \(scenario) on \(competitor.name)") {
+                    try sample(competitor)
+                }
+                perRound[competitor.name, default: []].append(result.histogram.summary)
+                var total = merged[competitor.name] ?? LatencySample()
+                total.histogram.add(result.histogram)
+                total.probeNice = combine(total.probeNice, result.probeNice)
+                total.loadNice = combine(total.loadNice, result.loadNice)
+                merged[competitor.name] = total
+            }
+        }
+        return competitors.compactMap { competitor in
+            guard let total = merged[competitor.name] else { return nil }
+            return LatencyResult(
+                workload: workload, scenario: scenario, contender: competitor.name,
+                merged: total.histogram.summary, rounds: perRound[competitor.name] ?? [],
+                probeNice: total.probeNice.map(keyedByString), loadNice: total.loadNice.map(keyedByString))
+        }
+    }
+
+    private static func combine(_ a: [Int32: Int]?, _ b: [Int32: Int]?) -> [Int32: Int]? {
+        guard let b else { return a }
+        return (a ?? [:]).merging(b, uniquingKeysWith: +)
+    }
+
+    private static func keyedByString(_ counts: [Int32: Int]) -> [String: Int] {
+        Dictionary(uniqueKeysWithValues: counts.map { ("\($0.key)", $0.value) })
+    }
+}

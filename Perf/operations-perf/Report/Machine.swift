@@ -1,0 +1,25 @@
+// Machine.swift — what the run ran on: CPUs, NUMA, nice privileges, the nice table.
+import Operations
+
+/// The machine and runtime settings a report was measured with.
+struct Machine: Codable {
+    var cpuCount: Int
+    var nodeCount: Int
+    var usesNUMA: Bool
+    var negativeNiceAllowed: Bool
+    /// Nice per QoS class, background … userInteractive.
+    var niceTable: [Int32]
+
+    static var current: Machine {
+        let topology = OperationsRuntime.topology
+        return Machine(
+            cpuCount: topology.cpuCount, nodeCount: topology.nodeCount, usesNUMA: topology.usesNUMA,
+            negativeNiceAllowed: OperationsRuntime.negativeNiceAllowed, niceTable: OperationsRuntime.niceTable)
+    }
+
+    var description: String {
+        "\(cpuCount) CPUs, \(nodeCount) NUMA node(s), NUMA \(usesNUMA ? "in use" : "not used"), "
+            + "negative nice \(negativeNiceAllowed ? "allowed" : "not allowed (clamped to 0)"), "
+            + "nice table bg/ut/def/ui/uint \(niceTable.map(String.init).joined(separator: "/"))"
+    }
+}

@@ -1,0 +1,60 @@
+// W9Priority.swift — W9: userInteractive probes every 2 ms while background ops of 1 ms CPU
+// saturate every core: probe latency with load and probes on two queues, on one queue, and
+// without load; and the nice values the probes and the load actually ran at.
+import DispatchBaselines
+
+/// W9 priority under load.
+enum W9Priority {
+    static let id = "W9"
+    static let help = """
+        priority under load: background ops of 1 ms CPU, enough to keep every core busy for
+        --priority-seconds (x1.2), are added first; then a userInteractive probe every 2 ms for
+        --priority-seconds. Probe latency p50/p99 with (a) load and probes on two queues
+        (background / userInteractive), (b) both on one default-width queue, each op carrying
+        its QoS and the probes queuePriority veryHigh, (c) no load. The load stops once every
+        probe started. Reports the nice values probes and load ran at (getpriority in the body).
+        dispatch: global background / userInteractive queues; one new concurrent queue for (b).
+        """
+
+    /// The three cases.
+    enum Case: String, CaseIterable {
+        case twoQueues = "two queues"
+        case oneQueue = "one queue"
+        case noLoad = "no load"
+    }
+
+    static let probeIntervalNs: UInt64 = 2_000_000
+    static let loadCpuNs: UInt64 = 1_000_000
+
+    static func run(on competitors: [any Competitor], seconds: Double, cpus: Int, rounds: Int) throws -> [LatencyResult] {
+        try Case.allCases.flatMap { scenario in
+            try LatencyRunner.measure(workload: id, scenario: scenario.rawValue, on: competitors, rounds: rounds) {
+                try sample(scenario, seconds: seconds, cpus: cpus, on: $0)
+            }
+        }
+    }
+
+    /// One case on one competitor; returns when every probe and load body finished.
+    static func sample(_ scenario: Case, seconds: Double, cpus: Int, on competitor: any Competitor) throws -> LatencySample {
+        perf_set_load_cpu_ns(loadCpuNs)
+        let target = try competitor.makeProbeTarget(scenario == .oneQueue ? .oneQueue : .twoQueues)
+        let loadCount = scenario == .noLoad ? 0 : Int(Double(cpus) * seconds * 1e9 / Double(loadCpuNs) * 1.2)
+        let probeCount = max(1, Int(seconds * 1e9 / Double(probeIntervalNs)))
+        let load = ProbeSlots(count: loadCount, recordNice: true)
+        let probes = ProbeSlots(count: probeCount, recordNice: true)
+        for i in 0..<loadCount { target.submit(load[i], .load) }
+        let start = Clock.nanoseconds()
+        for i in 0..<probeCount {
+            sleepUntil(start + UInt64(i) * probeIntervalNs)
+            target.submit(probes[i], .probe)
+        }
+        probes.waitAllFinished()
+        perf_set_stop(true)
+        load.waitAllFinished()
+        perf_set_stop(false)
+        target.close()
+        var sample = LatencySample(probeNice: probes.niceCounts, loadNice: loadCount > 0 ? load.niceCounts : nil)
+        for latency in probes.latencies { sample.histogram.record(latency) }
+        return sample
+    }
+}
