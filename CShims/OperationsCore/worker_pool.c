@@ -10,9 +10,11 @@
  * A worker with a token drains that queue: it pops the queue's highest-priority ready task,
  * runs it, and goes on while the queue has work and its slot is still allowed; after a budget
  * of tasks it puts the token back so other queues of the class get their turn. Idle workers
- * spin for a few microseconds ("searching"), then park on the pool's event count (parking.c).
- * A token push wakes a parked worker only when no worker is searching, and a searcher that
- * finds work wakes one more if tokens are left, so bursts fan out without a wake per task.
+ * spin for 2 µs ("searching", at most half the pool), look a few more microseconds while
+ * yielding the CPU, then park on the pool's event count (parking.c). A token push wakes parked
+ * workers (two: the kernel picks which, and one sharing the submitter's busy CPU may wait a
+ * time slice) only when no worker is searching, and a searcher that finds work wakes one more
+ * if tokens are left, so bursts fan out without a wake per task.
  *
  * Each task's body runs at the nice value of its QoS class and thread priority; the worker
  * changes its nice only when that differs from the class's value, and restores it after.
@@ -40,9 +42,12 @@
 /* Spinning uses op_spin_pause (parking.c): pauses for a microsecond, then yields the CPU
  * between looks, so a thread that would give us work is not starved of it on a small box. */
 #define OP_SEARCH_NS 8000   /* an idle worker looks for tokens this long before parking */
+#define OP_SEARCH_SPIN_NS 2000 /* ... the first part of it spinning, counted as searching */
 #define OP_LINGER_NS 3000   /* a worker whose queue ran dry waits this long for more work
                                before giving its slot back (saves a slot + token round trip) */
 #define OP_DRAIN_BUDGET 256 /* tasks run per token before other queues get a turn */
+#define OP_WAKE_FANOUT 2     /* parked workers a token push wakes: the kernel picks which, and one on
+                               the submitter's own busy CPU may wait a time slice to run */
 #define OP_SPARES_MAX 512   /* spare threads per class at most (nested waits that deep) */
 #define OP_SPARE_IDLE_NS (200 * INT64_C(1000000)) /* a surplus spare exits after this idle */
 
@@ -101,7 +106,7 @@ void op_pool_push_token(op_pool *pool, op_queue_t *queue) {
      * searching and then re-checks the FIFOs). */
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load_explicit(&pool->searching, memory_order_seq_cst) == 0) {
-        op_event_notify(&pool->event, 1);
+        op_event_notify(&pool->event, OP_WAKE_FANOUT);
     }
 }
 
@@ -407,16 +412,27 @@ static void *op_worker_main(void *arg) {
              * half the workers search at once: on a loaded machine a spinning worker takes the
              * CPU from the thread that would give it work. */
             int searchers = atomic_fetch_add_explicit(&pool->searching, 1, memory_order_seq_cst);
+            int64_t start = op_now_ns();
             if (searchers < (pool->size + 1) / 2) {
-                int64_t start = op_now_ns();
+                /* First pauses only, never sched_yield: a searcher counts in `searching`, which
+                 * stops token pushes from waking parked workers, so it must not give its CPU
+                 * away (a busy submitter on the same CPU could keep it a whole time slice while
+                 * the tokens wait). */
                 int64_t now = start;
                 do {
-                    op_spin_pause(now - start);
+                    for (int i = 0; i < 16; i++) op_cpu_relax();
                     queue = op_pool_take_token(pool, worker->node);
                     now = op_now_ns();
-                } while (!queue && now - start < OP_SEARCH_NS);
+                } while (!queue && now - start < OP_SEARCH_SPIN_NS);
             }
             atomic_fetch_sub_explicit(&pool->searching, 1, memory_order_seq_cst);
+            /* Then, no longer counted (pushes wake parked workers again), keep looking while
+             * yielding the CPU, in case a submitter shares it with us. */
+            for (int64_t now = op_now_ns(); !queue && now - start < OP_SEARCH_NS;
+                 now = op_now_ns()) {
+                sched_yield();
+                queue = op_pool_take_token(pool, worker->node);
+            }
             if (!queue) {
                 uint32_t key = op_event_prepare_wait(&pool->event);
                 queue = op_pool_take_token(pool, worker->node);
