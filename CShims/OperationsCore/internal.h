@@ -176,7 +176,6 @@ struct op_queue {
     /* Written when slots are claimed or released (rare with draining workers). */
     alignas(OP_CACHE_LINE) _Atomic int32_t running; /* claimed slots = tasks running or about to */
     _Atomic int32_t width;                           /* as set; OP_WIDTH_DEFAULT allowed */
-    _Atomic int32_t blocked; /* its tasks asleep in waits; widen a default-width queue */
     _Atomic bool suspended;
     _Atomic int32_t qos;
     _Atomic uint32_t refs;       /* handles + 1 while busy > 0 */

@@ -37,7 +37,6 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     atomic_init(&queue->busy, 0);
     atomic_init(&queue->running, 0);
     atomic_init(&queue->width, width);
-    atomic_init(&queue->blocked, 0);
     atomic_init(&queue->suspended, false);
     atomic_init(&queue->qos, (int32_t)qos);
     atomic_init(&queue->refs, 1);
@@ -96,11 +95,7 @@ const char *op_queue_label(const op_queue_t *queue) { return queue->label; }
 
 int op_queue_effective_width(op_queue_t *queue) {
     int width = atomic_load_explicit(&queue->width, memory_order_relaxed);
-    /* Default width means one running task per worker: a task asleep in a wait has handed
-     * its worker's place to a spare (worker_pool.c), so it does not count. */
-    return width < 0 ? queue->default_width + atomic_load_explicit(&queue->blocked,
-                                                                   memory_order_relaxed)
-                     : width;
+    return width < 0 ? queue->default_width : width;
 }
 
 void op_queue_busy_add(op_queue_t *queue, uint64_t count) {

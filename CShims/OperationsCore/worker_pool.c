@@ -24,9 +24,11 @@
  * waits deadlock the class. So a worker about to sleep in a wait tells the pool, which makes
  * sure at least as many spare threads serve it as workers are blocked: a spare is started when
  * none is left over (bounded by OP_SPARES_MAX per class). Spares run the same loop as workers,
- * on the CPUs the blocked worker's affinity allows (they inherit it), and exit after idling
- * OP_SPARE_IDLE_NS while there are more spares than blocked workers. Blocked workers and spares
- * are counted in one word, so "start one" and "retire one" can never both miss each other.
+ * on the CPUs the blocked worker's affinity allows (they inherit it), and exit as soon as they
+ * are between tasks (or wake from a park of at most OP_SPARE_IDLE_NS) while there are more
+ * spares than blocked threads, so spares never take work from the pinned workers. Blocked
+ * threads and spares are counted in one word, so "start one" and "retire one" can never both
+ * miss each other.
  *
  * Workers live as long as the process. Pool creation takes a mutex (once per class); nothing
  * else here locks.
@@ -49,7 +51,7 @@
 #define OP_WAKE_FANOUT 2     /* parked workers a token push wakes: the kernel picks which, and one on
                                the submitter's own busy CPU may wait a time slice to run */
 #define OP_SPARES_MAX 512   /* spare threads per class at most (nested waits that deep) */
-#define OP_SPARE_IDLE_NS (200 * INT64_C(1000000)) /* a surplus spare exits after this idle */
+#define OP_SPARE_IDLE_NS (200 * INT64_C(1000000)) /* a parked spare looks whether it is surplus */
 
 /* pool->balance: blocked workers (and blocked spares) in the low half, spares in the high. */
 #define OP_BALANCE_SPARE (UINT64_C(1) << 32)
@@ -297,7 +299,7 @@ static bool op_spare_retire(op_pool *pool) {
     return false;
 }
 
-/* The default-width queue whose task this thread runs and which it widened while asleep. */
+/* The default-width queue whose slot this thread lent while asleep in a wait. */
 static _Thread_local op_queue_t *op_tls_widened;
 
 void op_worker_will_block(void) {
@@ -305,8 +307,11 @@ void op_worker_will_block(void) {
     if (!pool) return; /* not a worker: nothing to stand in for */
     op_queue_t *queue = op_tls_queue;
     if (queue && atomic_load_explicit(&queue->width, memory_order_relaxed) < 0) {
-        /* relaxed: read with the other width inputs; dispatching below orders the claim. */
-        atomic_fetch_add_explicit(&queue->blocked, 1, memory_order_relaxed);
+        /* Default width means one running task per worker, and this task's worker is handed
+         * to a spare: lend its slot to the queue while it sleeps. seq_cst: like every change
+         * of `running`; claims CAS the same word, so none can start on a stale width once the
+         * slot is taken back. */
+        atomic_fetch_sub_explicit(&queue->running, 1, memory_order_seq_cst);
         op_tls_widened = queue;
     }
     uint64_t word = atomic_load_explicit(&pool->balance, memory_order_relaxed);
@@ -330,8 +335,9 @@ void op_worker_did_unblock(void) {
     op_pool *pool = op_tls_pool;
     if (!pool) return;
     if (op_tls_widened) {
-        /* relaxed: the queue's extra slot, if taken, is given back by its drainer. */
-        atomic_fetch_sub_explicit(&op_tls_widened->blocked, 1, memory_order_relaxed);
+        /* Take the lent slot back (seq_cst, as above). The queue may now run over its width
+         * until a drainer gives a slot back (op_queue_shrink_slot); nothing new starts. */
+        atomic_fetch_add_explicit(&op_tls_widened->running, 1, memory_order_seq_cst);
         op_tls_widened = NULL;
     }
     /* relaxed: a count. A surplus spare notices when it next idles. */
@@ -406,6 +412,13 @@ static void *op_worker_main(void *arg) {
     if (!worker->spare) atomic_fetch_add_explicit(&pool->started, 1, memory_order_release);
 
     for (;;) {
+        if (worker->spare && op_spare_retire(pool)) {
+            /* No longer needed: leave without taking work, but pass on a wake-up we may have
+             * taken from a parked worker (seq_cst: Dekker with op_pool_push_token). */
+            atomic_thread_fence(memory_order_seq_cst);
+            if (op_pool_has_tokens(pool)) op_event_notify(&pool->event, 1);
+            break;
+        }
         op_queue_t *queue = op_pool_take_token(pool, worker->node);
         if (!queue) {
             /* seq_cst: `searching` is half of the Dekker pair with op_pool_push_token. At most
@@ -442,11 +455,8 @@ static void *op_worker_main(void *arg) {
                     op_event_wait(&pool->event, key, OP_WAIT_FOREVER);
                     continue;
                 } else {
-                    if (op_event_wait(&pool->event, key, OP_SPARE_IDLE_NS) == ETIMEDOUT &&
-                        op_spare_retire(pool)) {
-                        break;
-                    }
-                    continue;
+                    op_event_wait(&pool->event, key, OP_SPARE_IDLE_NS);
+                    continue; /* retires at the top when surplus */
                 }
             }
             /* We stopped searching with work in hand: if more is waiting, wake a helper. */

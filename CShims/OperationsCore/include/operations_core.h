@@ -324,8 +324,10 @@ void op_runtime_start_workers(op_qos_t qos);
 int op_runtime_worker_count(op_qos_t qos);
 /** Spare threads serving a class now, and (in *peak, may be NULL) the most at once. A body that
  *  blocks in op_task_wait or op_queue_wait gets a spare thread to stand in for its worker while
- *  it sleeps, so nested waits cannot use up a class's workers; surplus spares exit after 0.2 s
- *  idle. At most 512 per class. */
+ *  it sleeps, so nested waits cannot use up a class's workers (a default-width queue lends the
+ *  sleeping task's slot meanwhile). Spares leave as soon as no blocked thread needs them (between
+ *  tasks, or within 0.2 s when parked) and never take work from the pinned workers otherwise.
+ *  At most 512 per class. */
 int op_runtime_spare_workers(op_qos_t qos, int *peak);
 
 typedef struct op_worker_info {
