@@ -252,6 +252,15 @@ static void op_worker_drain(op_worker *worker, op_queue_t *queue) {
             op_queue_stash(queue, task);
             continue;
         }
+        /* The queue may have become narrower since the loop's top (its width lowered, or a
+         * slot lent by a task asleep in a wait taken back): then the task goes back to the
+         * front and the top of the loop gives our slot up. seq_cst: ordered after the pop, so
+         * a change made before it is seen. */
+        if (OP_UNLIKELY(atomic_load_explicit(&queue->running, memory_order_seq_cst) >
+                        op_queue_effective_width(queue))) {
+            op_queue_stash(queue, task);
+            continue;
+        }
         op_worker_refresh_class_nice(worker);
         op_run_result result = op_worker_execute(worker, queue, task);
         if (result == OP_RAN_DEFERRED) continue; /* still unfinished, still counted in busy */

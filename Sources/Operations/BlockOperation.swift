@@ -31,8 +31,8 @@ open class BlockOperation: Operation, @unchecked Sendable {
                 firstBlock = block
                 return false
             }
-            if lockedExtras == nil { lockedExtras = OperationExtras() }
-            lockedExtras!.moreBlocks.append(block)
+            let extras = lockedExtras ?? makeExtrasLocked()
+            extras.moreBlocks.append(block)
             return true
         }
         if several { state.bitwiseOr(State.severalBlocks, ordering: .releasing) }

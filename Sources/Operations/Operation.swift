@@ -54,6 +54,7 @@ open class Operation: @unchecked Sendable {
         static let readinessHeld: UInt32 = 1 << 9 // a hold is taken on the core task (custom isReady said no)
         static let hasThreadPriority: UInt32 = 1 << 10 // threadPriority was set (it is in extras)
         static let severalBlocks: UInt32 = 1 << 11     // a BlockOperation has blocks in extras
+        static let hasExtras: UInt32 = 1 << 12         // lockedExtras was set (never unset)
     }
 
     let state = Atomic<UInt32>(0)
@@ -82,10 +83,18 @@ open class Operation: @unchecked Sendable {
     func withExtras<T>(_ body: (OperationExtras) throws -> T) rethrows -> T {
         try StripedLock.shared.withLock(for: self) {
             if let extras = lockedExtras { return try body(extras) }
-            let extras = OperationExtras()
-            lockedExtras = extras
+            let extras = makeExtrasLocked()
             return try body(extras)
         }
+    }
+
+    /// Creates the extras; the caller holds the operation's lock.
+    func makeExtrasLocked() -> OperationExtras {
+        let extras = OperationExtras()
+        lockedExtras = extras
+        // releasing: a reader that sees the bit (deinit) sees the extras.
+        state.bitwiseOr(State.hasExtras, ordering: .releasing)
+        return extras
     }
 
     /// Reads from the extras under the operation's lock; `empty` when there are none.
@@ -94,7 +103,13 @@ open class Operation: @unchecked Sendable {
     }
 
     deinit {
-        // Dependencies are freed by ChainRelease's loop, not by recursion through deinits.
+        if state.load(ordering: .acquiring) & State.hasExtras != 0 { releaseDependenciesIteratively() }
+        op_task_release(task)
+    }
+
+    /// Hands the dependencies to ChainRelease's loop, so a long chain is not freed by recursion
+    /// through deinits. Only from deinit.
+    private func releaseDependenciesIteratively() {
         var dependencies = StripedLock.shared.withLock(forAddress: Unmanaged.passUnretained(self).toOpaque()) {
             () -> [Operation] in
             let list = lockedExtras?.dependencies ?? []
@@ -102,7 +117,6 @@ open class Operation: @unchecked Sendable {
             return list
         }
         if !dependencies.isEmpty { ChainRelease.release(&dependencies) }
-        op_task_release(task)
     }
 
     // MARK: - State
@@ -191,7 +205,8 @@ open class Operation: @unchecked Sendable {
         if current & State.enqueued != 0 && current & State.queueStarting == 0 {
             operationMisuse("start() called by hand on \(self), which is in an OperationQueue; the queue starts it")
         }
-        if current & State.cancelled == 0 && !isReady {
+        // The queue checked readiness just before it called start().
+        if current & (State.cancelled | State.queueStarting) == 0 && !isReady {
             operationMisuse("start() called on \(self), which is not ready (\(op_task_unfinished_dependencies(task)) unfinished dependencies)")
         }
         if state.bitwiseOr(State.started, ordering: .acquiringAndReleasing).oldValue & State.started != 0 {

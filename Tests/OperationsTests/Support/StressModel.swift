@@ -40,6 +40,9 @@ final class OperationRecord: Sendable {
     let bodyEnds = Atomic<Int>(0)
     let blockRuns = Atomic<Int>(0)
     let completions = Atomic<Int>(0)
+    /// Set while the body has been in a nested wait: its queue's width gauge keeps counting it
+    /// apart until the body ends (see `bodyEnded`).
+    let waitedInBody = Atomic<Bool>(false)
     /// Where the busy work stores its result, so an optimiser cannot drop the work.
     let workSink = Atomic<UInt64>(0)
 
@@ -205,6 +208,11 @@ final class StressRound: @unchecked Sendable {
 
     /// At the end of a body (before an asynchronous operation announces that it finished).
     func bodyEnded(_ record: OperationRecord) {
+        // A default-width queue lends the slot of an operation asleep in a wait, and an
+        // operation started on the lent slot runs on after the sleeper wakes (a lowered width
+        // stops no running operation; nothing new starts meanwhile). The body cannot see when
+        // the queue started the other one, so the sleeper counts apart until its body ends.
+        if record.waitedInBody.exchange(false, ordering: .relaxed) { gauges[record.queue].endWait() }
         gauges[record.queue].leave()
         record.bodyEnds.add(1, ordering: .relaxed)
     }

@@ -72,9 +72,8 @@ extension StressOperation {
         if chained {
             for (dependency, dependent) in zip(operations, operations.dropFirst()) { dependent.addDependency(dependency) }
         }
-        round.gauges[record.queue].beginWait()
-        queue.addOperations(operations, waitUntilFinished: true)
-        round.gauges[record.queue].endWait()
+        if !record.waitedInBody.exchange(true, ordering: .relaxed) { round.gauges[record.queue].beginWait() }
+        queue.addOperations(operations, waitUntilFinished: true) // counted apart until the body ends
         round.nestedWaits.add(1, ordering: .relaxed)
         for operation in operations where !operation.isFinished {
             round.violation("addOperations(_:waitUntilFinished: true) from \(record.label) returned before \(operation) finished")
