@@ -43,6 +43,7 @@ static pthread_once_t op_cache_key_once = PTHREAD_ONCE_INIT;
 static void op_cache_publish(op_local_cache *cache) {
     if (!cache->head) return;
     op_free_block *batch = cache->head;
+    op_free_block *tail = cache->tail; /* kept up to date: publishing never walks the list */
     uint32_t count = cache->count;
     cache->head = cache->tail = NULL;
     cache->count = 0;
@@ -58,8 +59,6 @@ static void op_cache_publish(op_local_cache *cache) {
     }
     atomic_fetch_add_explicit(&op_global_count, count, memory_order_relaxed);
     batch->batch_count = count;
-    op_free_block *tail = batch;
-    while (tail->next) tail = tail->next;
     batch->batch_tail = tail;
     op_free_block *head = atomic_load_explicit(&op_global_batches, memory_order_relaxed);
     do {
