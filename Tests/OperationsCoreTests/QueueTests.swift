@@ -358,6 +358,29 @@ struct QueueTests {
         #expect(counters.ran.load(ordering: .relaxed) == count, "seed \(random.seed): every task ran exactly once")
     }
 
+    @Test func misusedCallsReturnTheirErrors() throws {
+        let queue = try makeQueue("errors")
+        defer { op_queue_release(queue) }
+        let task = try makeTask(emptyBody, nil)
+        defer { op_task_release(task) }
+        // A barrier needs a tracking queue (one that lists its tasks).
+        #expect(op_queue_submit_barrier(queue, task) == EINVAL, "barrier on a non-tracking queue")
+        // Deferring is for a task's own body only.
+        #expect(op_task_defer(task) == EINVAL, "op_task_defer outside the task's body")
+        // Bands and classes out of range.
+        #expect(op_task_set_priority(task, op_priority_t(UInt32(OP_PRIORITY_COUNT))) == EINVAL)
+        #expect(op_task_set_qos(task, Int32(OP_QOS_COUNT)) == EINVAL)
+        #expect(op_task_set_qos(task, OP_QOS_INHERIT - 1) == EINVAL)
+        // A hold cannot hold back a task that is already ready.
+        let ready = try makeTask(emptyBody, nil)
+        defer { op_task_release(ready) }
+        op_queue_set_suspended(queue, true)
+        #expect(op_queue_submit(queue, ready) == 0)
+        #expect(op_task_hold(ready) == EALREADY, "op_task_hold on a queued, ready task")
+        op_queue_set_suspended(queue, false)
+        expectDrained(queue, "errors queue")
+    }
+
     @Test func submittingATaskTwiceIsEBUSY() throws {
         let queue = try makeQueue("ebusy")
         let other = try makeQueue("ebusy-other")
