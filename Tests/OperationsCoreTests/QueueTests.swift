@@ -143,7 +143,9 @@ private func expectFinished(_ task: OpaquePointer, _ what: String, sourceLocatio
     #expect(rc == 0, "\(what) did not finish within \(Limits.waitSeconds) s: \(errnoName(rc))", sourceLocation: sourceLocation)
 }
 
-@Suite(.needsQuietProcess)
+// Serialized: several tests occupy every worker of the default class at once (blocking bodies
+// behind a gate) and would starve each other if they ran side by side.
+@Suite(.needsQuietProcess, .serialized)
 struct QueueTests {
     @Test func serialQueueNeverRunsTwoBodiesAtOnce() throws {
         let count = scaled(20_000, tsan: 10_000)
