@@ -9,8 +9,8 @@
  * taking is an exchange with NULL, so there is no pop of a single node and no ABA problem.
  * The global stack is capped (OP_CACHE_GLOBAL_MAX blocks); beyond it, batches go back to
  * malloc, so an idle process keeps at most about 1.3 MB here (16K blocks; 64K let a soak of
- * short-lived submitting threads grow RSS by 5 MB before it levelled). A thread's private list goes to the
- * global stack when the thread exits.
+ * short-lived submitting threads grow RSS by 5 MB before it levelled). A thread's private list
+ * goes to the global stack when the thread exits.
  */
 #include "internal.h"
 

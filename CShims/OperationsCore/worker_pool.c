@@ -309,7 +309,7 @@ static bool op_spare_retire(op_pool *pool) {
 }
 
 /* The default-width queue whose slot this thread lent while asleep in a wait. */
-static _Thread_local op_queue_t *op_tls_widened;
+static _Thread_local op_queue_t *op_tls_lent_queue;
 
 void op_worker_will_block(void) {
     op_pool *pool = op_tls_pool;
@@ -321,7 +321,7 @@ void op_worker_will_block(void) {
          * of `running`; claims CAS the same word, so none can start on a stale width once the
          * slot is taken back. */
         atomic_fetch_sub_explicit(&queue->running, 1, memory_order_seq_cst);
-        op_tls_widened = queue;
+        op_tls_lent_queue = queue;
     }
     uint64_t word = atomic_load_explicit(&pool->balance, memory_order_relaxed);
     for (;;) {
@@ -334,7 +334,7 @@ void op_worker_will_block(void) {
                                                   memory_order_relaxed, memory_order_relaxed)) {
             if (start) op_pool_start_spare(pool);
             /* The queue may now start one more of its tasks (on the spare, or any worker). */
-            if (op_tls_widened) op_queue_dispatch_sub(op_tls_widened, 1, 0);
+            if (op_tls_lent_queue) op_queue_dispatch_sub(op_tls_lent_queue, 1, 0);
             return;
         }
     }
@@ -343,11 +343,11 @@ void op_worker_will_block(void) {
 void op_worker_did_unblock(void) {
     op_pool *pool = op_tls_pool;
     if (!pool) return;
-    if (op_tls_widened) {
+    if (op_tls_lent_queue) {
         /* Take the lent slot back (seq_cst, as above). The queue may now run over its width
          * until a drainer gives a slot back (op_queue_shrink_slot); nothing new starts. */
-        atomic_fetch_add_explicit(&op_tls_widened->running, 1, memory_order_seq_cst);
-        op_tls_widened = NULL;
+        atomic_fetch_add_explicit(&op_tls_lent_queue->running, 1, memory_order_seq_cst);
+        op_tls_lent_queue = NULL;
     }
     /* relaxed: a count. A surplus spare notices when it next idles. */
     atomic_fetch_sub_explicit(&pool->balance, 1, memory_order_relaxed);

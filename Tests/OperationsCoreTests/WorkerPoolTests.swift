@@ -8,8 +8,53 @@ import OperationsCore
 import Synchronization
 import Testing
 
+/// Context of a body that waits for another task (which sits on a suspended queue).
+private final class AwaitedTask: @unchecked Sendable {
+    let task: OpaquePointer
+    let result = Atomic<Int32>(-1)
+    init(_ task: OpaquePointer) { self.task = task }
+}
+
+private let waitForAwaitedBody: TaskBody = { context in
+    let awaited = contextObject(context, as: AwaitedTask.self)
+    awaited.result.store(op_task_wait(awaited.task, 30_000_000_000), ordering: .relaxed)
+}
+
 @Suite(.needsQuietProcess, .serialized)
 struct WorkerPoolTests {
+    @Test func workersAsleepInWaitsGetSparesWhichLeaveAfterwards() throws {
+        let workers = Int(currentTopology().cpu_count)
+        let held = try makeQueue("held", width: 1)
+        defer { op_queue_release(held) }
+        op_queue_set_suspended(held, true)
+        let awaitedTask = try makeTask(emptyBody, nil)
+        defer { op_task_release(awaitedTask) }
+        #expect(op_queue_submit(held, awaitedTask) == 0)
+        let awaited = AwaitedTask(awaitedTask)
+        let waiters = try makeQueue("waiters") // default width: one per worker
+        defer { op_queue_release(waiters) }
+        // One more waiter than workers: it can only start on a lent slot, run by a spare.
+        for _ in 0...workers { #expect(op_queue_submit_f(waiters, waitForAwaitedBody, contextPointer(awaited)) == 0) }
+        // Every waiter asleep has a spare standing in (the count now, not the process's peak).
+        var spares: Int32 = 0
+        let deadline = monotonicNs() + 10_000_000_000
+        while monotonicNs() < deadline {
+            spares = op_runtime_spare_workers(OP_QOS_DEFAULT, nil)
+            if spares > workers { break }
+            sleepNs(1_000_000)
+        }
+        #expect(spares > Int32(workers), "\(spares) spare threads while \(workers + 1) bodies wait")
+        op_queue_set_suspended(held, false)
+        #expect(op_queue_wait(waiters, 30_000_000_000) == 0, "every waiter returned")
+        #expect(awaited.result.load(ordering: .relaxed) == 0)
+        var left = op_runtime_spare_workers(OP_QOS_DEFAULT, nil)
+        while left > 0 && monotonicNs() < deadline + 10_000_000_000 {
+            sleepNs(1_000_000)
+            left = op_runtime_spare_workers(OP_QOS_DEFAULT, nil)
+        }
+        #expect(left == 0, "spares still serving the class after every wait returned: \(left)")
+    }
+
     @Test func topologyCountsTheCPUsOfTheAffinityMask() throws {
         let topology = currentTopology()
         let mask = try #require(affinityCPUs(ofThread: 0), "sched_getaffinity failed")
