@@ -112,7 +112,12 @@ void op_queue_busy_sub(op_queue_t *queue, uint64_t count) {
     /* seq_cst: Dekker with op_queue_wait (we write busy then read idle_waiters; it writes
      * idle_waiters then reads busy), and release of the tasks' effects to the waiter. */
     uint64_t before = atomic_fetch_sub_explicit(&queue->busy, count, memory_order_seq_cst);
-    if (before != count) return;
+    if (before != count) {
+        /* Finished contexts are released by the threads that finish tasks, where they are
+         * still in cache, not by the submitter. */
+        if (queue->tracking) op_registry_compact_if_due(queue, count);
+        return;
+    }
     if (queue->tracking) op_registry_compact_if_idle(queue); /* release finished contexts */
     if (atomic_load_explicit(&queue->idle_waiters, memory_order_seq_cst) != 0) {
         /* release: a waiter that sees the new epoch sees everything before it. */

@@ -6,9 +6,11 @@
  * compare-and-swap; push-only, so no ABA) and takes a registry reference on it. Finishing costs
  * nothing extra: the FINISHED bit is the mark. Finished tasks are unlinked by compaction, which
  * runs under `registry_lock` — never on the add → run → finish path: listings, barrier
- * submissions, and a try-lock when the queue goes idle or every so many submits take it (a
+ * submissions, and a try-lock when the queue goes idle or every so many finishes take it (a
  * try-lock that fails leaves a request that the holder honours before unlocking), and
- * op_queue_wait on a tracking queue compacts before returning.
+ * op_queue_wait on a tracking queue compacts before returning. The amortised compaction runs on
+ * the threads that finish tasks, not on the submitter: a single producer is the bottleneck of
+ * a stream of small operations, and the finished contexts are still in the finisher's cache.
  * Compaction exchanges the whole stack for NULL, keeps the unfinished tasks and splices them
  * back below whatever was pushed meanwhile, so stack order (newest first) stays submission
  * order. A task's context is released (release_context) only by compaction, under the lock,
@@ -28,6 +30,7 @@
 #include <pthread.h>
 
 #define OP_REGISTRY_MIN_COMPACT 256
+#define OP_REGISTRY_CHECK_EVERY 64
 
 int op_queue_set_tracking(op_queue_t *queue, op_task_fn release_context) {
     if (!queue) return EINVAL;
@@ -157,9 +160,20 @@ void op_registry_add(op_queue_t *queue, op_task_t *task) {
                                                     memory_order_release, memory_order_relaxed));
     /* release: the barrier that waits for `submitting` to drain sees our push. */
     atomic_fetch_sub_explicit(&queue->submitting, 1, memory_order_release);
+    /* relaxed: a heuristic count for op_registry_compact_if_due; publishes nothing. */
+    atomic_fetch_add_explicit(&queue->registry_pushes, 1, memory_order_relaxed);
+}
 
-    /* Amortised compaction, so a queue that never goes idle does not keep finished tasks. */
-    uint64_t pushes = atomic_fetch_add_explicit(&queue->registry_pushes, 1, memory_order_relaxed) + 1;
+/* Finishes counted by this thread since it last looked whether compaction is due (any queue:
+ * a heuristic that only sets how often the look is taken). */
+static _Thread_local uint32_t op_tls_finishes;
+
+void op_registry_compact_if_due(op_queue_t *queue, uint64_t finished) {
+    op_tls_finishes += (uint32_t)finished;
+    if (op_tls_finishes < OP_REGISTRY_CHECK_EVERY) return;
+    op_tls_finishes = 0;
+    /* relaxed: heuristic thresholds; no data is published through these. */
+    uint64_t pushes = atomic_load_explicit(&queue->registry_pushes, memory_order_relaxed);
     uint64_t threshold = 2 * atomic_load_explicit(&queue->registry_kept, memory_order_relaxed);
     if (threshold < OP_REGISTRY_MIN_COMPACT) threshold = OP_REGISTRY_MIN_COMPACT;
     uint64_t since = pushes - atomic_load_explicit(&queue->registry_pushes_at_compaction,

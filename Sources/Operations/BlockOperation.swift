@@ -46,6 +46,9 @@ open class BlockOperation: Operation, @unchecked Sendable {
         }
     }
 
+    /// The queue's fast path (Operation+PlainRun.swift): the one block, inline.
+    final func runFirstBlock() { firstBlock?() }
+
     /// Runs the closures: one inline, several concurrently, returning when all returned.
     /// Every closure runs at the operation's QoS and thread priority, on whichever thread.
     open override func main() {

@@ -404,8 +404,12 @@ open class Operation: @unchecked Sendable {
 /// The core task body of every operation: its queue starts it.
 let operationTaskBody: @convention(c) (UnsafeMutableRawPointer?) -> Void = { context in
     guard let context else { return }
+    let unmanaged = Unmanaged<Operation>.fromOpaque(context)
+    // The queue's reference keeps the operation alive until its core task finished, and the
+    // fast path touches it no more after that: no retain.
+    if unmanaged._withUnsafeGuaranteedRef({ $0.runPlainFromQueue() }) { return }
     // Held for the whole body: finishing drops the queue's reference, which may be the last.
-    let operation = Unmanaged<Operation>.fromOpaque(context).takeUnretainedValue()
+    let operation = unmanaged.takeUnretainedValue()
     withExtendedLifetime(operation) { operation.runFromQueue() }
 }
 

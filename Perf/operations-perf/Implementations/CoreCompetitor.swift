@@ -32,6 +32,20 @@ struct CoreCompetitor: Competitor {
         return elapsed
     }
 
+    /// Each task created, its body called, completed by hand (never submitted) and released.
+    func runByHand(_ n: Int, counter: Counter) throws -> UInt64? {
+        let start = Clock.nanoseconds()
+        for _ in 0..<n {
+            guard let task = op_task_create(baseline_count_one, counter.pointer, nil) else {
+                throw PerfError.setup("op_task_create failed")
+            }
+            baseline_count_one(counter.pointer)
+            op_task_complete(task)
+            op_task_release(task)
+        }
+        return Clock.nanoseconds() - start
+    }
+
     /// All tasks created and linked, then submitted in order (handles released after submit),
     /// then a queue wait.
     func runGraph(_ graph: TaskGraph, counter: Counter) throws -> UInt64 {

@@ -1,0 +1,64 @@
+// Operation+PlainRun.swift — the queue's fast path for a plain BlockOperation (the class
+// itself, not a subclass) that uses none of the rare features: the same states and the same
+// order of effects as start() → main() → finish, without the calls that only a subclass or an
+// observer could see.
+import OperationsCore
+
+extension Operation {
+    /// State bits that send an operation down the general path: something may observe or
+    /// change how it runs.
+    private static let plainRunBlockers: UInt32 = State.cancelled | State.started |
+        State.hasObservers | State.readinessHeld | State.hasThreadPriority | State.severalBlocks |
+        State.hasCompletion
+
+    /// Runs the operation on a worker if it is a plain `BlockOperation` with one block, no
+    /// observers, no completion block, no thread priority and no underlying queue; false
+    /// (having done nothing) when the general path must run it.
+    ///
+    /// Why skipping is invisible: BlockOperation overrides neither start() nor the KVO calls;
+    /// Operation's willChangeValue does nothing and its didChangeValue only calls observers
+    /// and reacts to "isFinished" (done here directly); a task the core runs has no
+    /// unfinished dependency, so `isReady` holds. Observers or a completion block that appear
+    /// while the block runs send the finish down the general path (`markFinished`).
+    ///
+    /// Touches `self` no more once the core task completed: the caller holds no reference.
+    func runPlainFromQueue() -> Bool {
+        guard ObjectIdentifier(type(of: self)) == ObjectIdentifier(BlockOperation.self) else { return false }
+        var current = state.load(ordering: .acquiring)
+        // cancelAllOperations may have cancelled the task in the core only (see runFromQueue).
+        if current & Operation.plainRunBlockers != 0 || op_task_is_cancelled(task) { return false }
+        if let queue = op_queue_current(), let context = op_queue_context(queue),
+           Unmanaged<OperationQueue>.fromOpaque(context)._withUnsafeGuaranteedRef({
+               $0.hasUnderlyingQueue.load(ordering: .acquiring)
+           }) {
+            return false
+        }
+        // Claim it as start() does: started and executing in one step, unless a blocker
+        // (a cancel, an observer) arrived meanwhile.
+        while true {
+            if current & Operation.plainRunBlockers != 0 { return false }
+            let (exchanged, original) = state.compareExchange(
+                expected: current, desired: current | State.started | State.executing,
+                ordering: .acquiringAndReleasing)
+            if exchanged { break }
+            current = original
+        }
+        unsafeDowncast(self, to: BlockOperation.self).runFirstBlock()
+        // Finished and completed in one step, so no reader sees finished and executing
+        // together; observers or a completion block added meanwhile take the general finish.
+        current = state.load(ordering: .relaxed)
+        while true {
+            if current & (State.hasObservers | State.hasCompletion) != 0 {
+                markFinished()
+                return true
+            }
+            let desired = (current | State.finished | State.completed) & ~State.executing
+            let (exchanged, original) = state.compareExchange(
+                expected: current, desired: desired, ordering: .acquiringAndReleasing)
+            if exchanged { break }
+            current = original
+        }
+        op_task_complete(task)
+        return true
+    }
+}

@@ -1,0 +1,115 @@
+// PlainRunTests.swift — the queue's fast path for a plain BlockOperation
+// (Operation+PlainRun.swift): it must look exactly like start() → main() → finish to everything
+// a user can see, and hand over to the general path when something appears mid-run (an
+// observer, a completion block) or the operation is not plain (a subclass, a cancelled one).
+import Foundation
+import Operations
+import Testing
+
+@Suite(.sharesProcess) struct PlainRunTests {
+    @Test func O2_plainBlockOperationIsExecutingWhileItsBlockRunsAndFinishedAfter() {
+        let queue = Operations.OperationQueue()
+        let seen = Locked<(executing: Bool, finished: Bool, current: Bool)?>(nil)
+        let box = Locked<Operations.Operation?>(nil)
+        let operation = Operations.BlockOperation {
+            let operation = box.withLock { $0 }!
+            seen.withLock {
+                $0 = (operation.isExecuting, operation.isFinished, Operations.OperationQueue.current === queue)
+            }
+        }
+        box.withLock { $0 = operation }
+        queue.addOperation(operation)
+        guard waitUntilFinished(operation) else { return }
+        let inside = seen.withLock { $0 }
+        #expect(inside?.executing == true, "isExecuting was false inside the block")
+        #expect(inside?.finished == false, "isFinished was true inside the block")
+        #expect(inside?.current == true, "OperationQueue.current was not the queue inside the block")
+        #expect(operation.isFinished && !operation.isExecuting)
+        box.withLock { $0 = nil }
+    }
+
+    @Test func O7_completionBlockSetWhileTheBlockRunsRunsOnceAfterItFinished() {
+        let queue = Operations.OperationQueue()
+        let runs = Counter()
+        let sawFinished = Locked<Bool?>(nil)
+        let box = Locked<Operations.Operation?>(nil)
+        let operation = Operations.BlockOperation {
+            let operation = box.withLock { $0 }!
+            operation.completionBlock = { [unowned operation] in
+                sawFinished.withLock { $0 = operation.isFinished }
+                runs.increment()
+            }
+        }
+        box.withLock { $0 = operation }
+        queue.addOperation(operation)
+        guard waitUntilFinished(operation) else { return }
+        #expect(runs.current == 1, "the completion block set mid-run ran \(runs.current) times")
+        #expect(sawFinished.withLock { $0 } == true)
+        #expect(operation.completionBlock == nil)
+        box.withLock { $0 = nil }
+    }
+
+    @Test func O4_observerAddedWhileTheBlockRunsSeesTheFinish() {
+        let queue = Operations.OperationQueue()
+        let calls = Recorder<Bool>()
+        let token = Locked<OperationObservation?>(nil)
+        let box = Locked<Operations.Operation?>(nil)
+        let operation = Operations.BlockOperation {
+            let operation = box.withLock { $0 }!
+            let observation = operation.observe(.isFinished) { calls.append($0.isFinished) }
+            token.withLock { $0 = observation }
+        }
+        box.withLock { $0 = operation }
+        queue.addOperation(operation)
+        guard waitUntilFinished(operation) else { return }
+        #expect(calls.snapshot == [true], "an observer added mid-run saw \(calls.snapshot)")
+        token.withLock { $0 = nil }
+        box.withLock { $0 = nil }
+    }
+
+    /// A subclass is never plain: it may override the KVO calls, and gets all of them.
+    final class RecordingBlockOperation: Operations.BlockOperation, @unchecked Sendable {
+        let keys = Recorder<String>()
+        override func didChangeValue(forKey key: String) {
+            keys.append(key)
+            super.didChangeValue(forKey: key)
+        }
+    }
+
+    @Test func O4_subclassOfBlockOperationStillGetsEveryKVOCallInAQueue() {
+        let queue = Operations.OperationQueue()
+        let operation = RecordingBlockOperation()
+        operation.addExecutionBlock {}
+        queue.addOperation(operation)
+        guard waitUntilFinished(operation) else { return }
+        let keys = operation.keys.snapshot
+        #expect(keys == ["isExecuting", "isExecuting", "isFinished"], "the subclass saw \(keys)")
+    }
+
+    @Test func O8_cancelledPlainBlockOperationEndsWithoutRunningItsBlock() {
+        let queue = Operations.OperationQueue()
+        queue.isSuspended = true
+        let ran = Counter()
+        let completions = Counter()
+        let operation = Operations.BlockOperation { ran.increment() }
+        operation.completionBlock = { completions.increment() }
+        queue.addOperation(operation)
+        operation.cancel()
+        queue.isSuspended = false
+        guard waitUntilFinished(operation) else { return }
+        #expect(ran.current == 0 && completions.current == 1 && operation.isCancelled && operation.isFinished)
+    }
+
+    @Test func D1_plainOperationsReleaseTheirDependentsAcrossQueues() {
+        let first = Operations.OperationQueue()
+        let second = Operations.OperationQueue()
+        let log = Recorder<String>()
+        let a = Operations.BlockOperation { log.append("a") }
+        let b = Operations.BlockOperation { log.append("b") }
+        b.addDependency(a)
+        second.addOperation(b)
+        first.addOperation(a)
+        guard waitUntilFinished(b) else { return }
+        #expect(log.snapshot == ["a", "b"])
+    }
+}
