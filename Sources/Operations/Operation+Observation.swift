@@ -24,7 +24,14 @@ extension Operation {
 
     /// What `didChangeValue(forKey:)` does: observers, then the queue's reaction.
     func announceChange(forKey key: String) {
-        if state.load(ordering: .acquiring) & State.hasObservers != 0, let known = ObservationKey(rawValue: key) {
+        let current = state.load(ordering: .acquiring)
+        // Without observers only "isFinished" and "isReady" matter: a length check spares the
+        // string comparisons for the other keys (start() posts "isExecuting" twice).
+        if current & State.hasObservers == 0 {
+            let length = key.utf8.count
+            if length != 10 && length != 7 { return }
+        }
+        if current & State.hasObservers != 0, let known = ObservationKey(rawValue: key) {
             let handlers = readExtras([]) { $0.observers[known].map { Array($0.values) } ?? [] }
             for handler in handlers { handler(self) }
         }
