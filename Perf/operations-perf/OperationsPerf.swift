@@ -79,7 +79,7 @@ struct OperationsPerf: ParsableCommand {
         Watchdog.limitSeconds = watchdog
         Progress.start()
         print("operations-perf: \(Machine.current.description)")
-        print("workloads \(config.selected.sorted().joined(separator: " ")); contenders "
+        print("workloads \(WorkloadCatalog.entries.map(\.id).filter(config.selected.contains).joined(separator: " ")); contenders "
               + config.competitors.map(\.name).joined(separator: " ") + "; \(config.rounds) rounds"
               + (quick ? " (--quick)" : ""))
         var report = try Suite.run(config)

@@ -27,12 +27,7 @@ extension Operation {
         var current = state.load(ordering: .acquiring)
         // cancelAllOperations may have cancelled the task in the core only (see runFromQueue).
         if current & Operation.plainRunBlockers != 0 || op_task_is_cancelled(task) { return false }
-        if let queue = op_queue_current(), let context = op_queue_context(queue),
-           Unmanaged<OperationQueue>.fromOpaque(context)._withUnsafeGuaranteedRef({
-               $0.hasUnderlyingQueue.load(ordering: .acquiring)
-           }) {
-            return false
-        }
+        if OperationQueue.runningQueueWithUnderlyingQueue() != nil { return false }
         // Claim it as start() does: started and executing in one step, unless a blocker
         // (a cancel, an observer) arrived meanwhile.
         while true {

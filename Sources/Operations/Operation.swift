@@ -345,12 +345,8 @@ open class Operation: @unchecked Sendable {
         }
         // A queue with an underlying dispatch queue (the main queue: the main thread) runs the
         // operation there; the worker returns and the queue slot stays taken until it finished.
-        if let queue = op_queue_current(), let context = op_queue_context(queue),
-           // The queue object lives while it holds this operation: look without a retain.
-           Unmanaged<OperationQueue>.fromOpaque(context)._withUnsafeGuaranteedRef({
-               $0.hasUnderlyingQueue.load(ordering: .acquiring)
-           }) {
-            let owner = Unmanaged<OperationQueue>.fromOpaque(context).takeUnretainedValue()
+        if let running = OperationQueue.runningQueueWithUnderlyingQueue() {
+            let owner = running.takeUnretainedValue()
             if let target = owner.underlyingQueue {
                 // The queue object (and with it its core queue) lives while it holds this
                 // unfinished operation, so the dispatch block may use it.

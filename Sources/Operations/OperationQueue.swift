@@ -202,6 +202,15 @@ open class OperationQueue: @unchecked Sendable {
         }
     }
 
+    /// The queue whose worker runs the caller (a core task body), if it has an underlying
+    /// dispatch queue; nil otherwise. The queue object lives while it holds the running
+    /// operation, so it is looked at without a retain.
+    static func runningQueueWithUnderlyingQueue() -> Unmanaged<OperationQueue>? {
+        guard let queue = op_queue_current(), let context = op_queue_context(queue) else { return nil }
+        let owner = Unmanaged<OperationQueue>.fromOpaque(context)
+        return owner._withUnsafeGuaranteedRef { $0.hasUnderlyingQueue.load(ordering: .acquiring) } ? owner : nil
+    }
+
     /// The queue running the current operation; `OperationQueue.main` on the main thread; nil
     /// elsewhere.
     open class var current: OperationQueue? {
