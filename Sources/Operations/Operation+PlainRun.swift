@@ -44,7 +44,11 @@ extension Operation {
         current = state.load(ordering: .relaxed)
         while true {
             if current & (State.hasObservers | State.hasCompletion) != 0 {
+                // markFinished reads the state again after the core task completed, when the
+                // queue's reference may already be gone: hold one of our own across it.
+                let held = Unmanaged.passUnretained(self).retain()
                 markFinished()
+                held.release()
                 return true
             }
             let desired = (current | State.finished | State.completed) & ~State.executing

@@ -67,6 +67,31 @@ import Testing
         box.withLock { $0 = nil }
     }
 
+    /// The fast path holds no reference of its own: when the queue's is the last one, an
+    /// operation whose block sets its completion block must still finish, run that block once,
+    /// and be freed (run under AddressSanitizer in CI).
+    @Test func O7_completionBlocksSetMidRunWhenOnlyTheQueueHoldsTheOperationRunOnceAndAllAreFreed() {
+        final class WeakBox: @unchecked Sendable { weak var operation: Operations.Operation? }
+        let queue = Operations.OperationQueue()
+        let completions = Counter()
+        let count = 2000
+        var boxes: [WeakBox] = []
+        for _ in 0..<count {
+            let box = WeakBox()
+            let operation = Operations.BlockOperation { [box] in
+                box.operation?.completionBlock = { completions.increment() }
+            }
+            box.operation = operation
+            boxes.append(box)
+            queue.addOperation(operation)
+        }
+        guard waitUntilAllOperationsAreFinished(queue) else { return }
+        #expect(completions.current == count, "\(completions.current) of \(count) completion blocks ran")
+        // The wait returns once the queue released every finished operation.
+        let alive = boxes.filter { $0.operation != nil }.count
+        #expect(alive == 0, "\(alive) operations are still alive after the queue finished them")
+    }
+
     /// A subclass is never plain: it may override the KVO calls, and gets all of them.
     final class RecordingBlockOperation: Operations.BlockOperation, @unchecked Sendable {
         let keys = Recorder<String>()

@@ -12,6 +12,9 @@ struct PlannedOperation {
         case synchronous
         case block(count: Int)
         case asynchronous(finishesInline: Bool)
+        /// A plain BlockOperation (the queue's fast path); optionally it sets its completion
+        /// block from inside its body.
+        case plain(completionInBody: Bool)
     }
 
     var kind: Kind
@@ -23,6 +26,13 @@ struct PlannedOperation {
     var hasCompletionBlock: Bool
     var cancelledBeforeAdding: Bool
     var body: StressBody
+}
+
+extension PlannedOperation.Kind {
+    var setsCompletionInBody: Bool {
+        if case .plain(completionInBody: true) = self { return true }
+        return false
+    }
 }
 
 /// What a round did, for the suite's summary.
@@ -71,8 +81,9 @@ struct StressRoundDriver {
             let dependencyCount = min(candidates.count, pick([0, 0, 0, 0, 1, 1, 1, 2, 2, 3]))
             let dependencies = Array(candidates.shuffled(using: &random).prefix(dependencyCount))
             let kind: PlannedOperation.Kind = switch Int.random(in: 0..<20, using: &random) {
-            case 0..<8: .synchronous
-            case 8..<15: .block(count: Int.random(in: 1...3, using: &random))
+            case 0..<6: .synchronous
+            case 6..<11: .block(count: Int.random(in: 1...3, using: &random))
+            case 11..<16: .plain(completionInBody: chance(0.3))
             default: .asynchronous(finishesInline: chance(0.3))
             }
             var body = StressBody()
@@ -89,7 +100,7 @@ struct StressRoundDriver {
                 priority: pick(Self.priorities),
                 qualityOfService: chance(0.4) ? .default : pick(Self.qualities),
                 threadPriority: chance(0.8) ? 0.5 : Double.random(in: 0...1, using: &random),
-                hasCompletionBlock: chance(0.7),
+                hasCompletionBlock: chance(0.7) && !kind.setsCompletionInBody,
                 cancelledBeforeAdding: chance(0.04),
                 body: body))
         }
@@ -97,11 +108,12 @@ struct StressRoundDriver {
     }
 
     private func makeOperation(_ plan: PlannedOperation, index: Int, round: StressRound) -> (Operation, OperationRecord) {
-        let operation: any StressOperation
+        let operation: Operation
         let record: OperationRecord
         func makeRecord(_ kind: String, blocks: Int) -> OperationRecord {
             OperationRecord(index: index, label: "r\(number).op\(index) \(kind) on q\(plan.queue)", queue: plan.queue,
-                            blockCount: blocks, hasCompletionBlock: plan.hasCompletionBlock)
+                            blockCount: blocks, hasCompletionBlock: plan.hasCompletionBlock,
+                            completionSetInBody: plan.kind.setsCompletionInBody)
         }
         func role(_ record: OperationRecord) -> StressRole { StressRole(round: round, record: record, body: plan.body) }
         switch plan.kind {
@@ -114,12 +126,15 @@ struct StressRoundDriver {
         case .asynchronous(let finishesInline):
             record = makeRecord(finishesInline ? "async-inline" : "async", blocks: 0)
             operation = StressAsyncOperation(role(record), finishesInline: finishesInline)
+        case .plain(let completionInBody):
+            record = makeRecord(completionInBody ? "plain+completion-in-body" : "plain", blocks: 0)
+            operation = PlainStressOperation.make(role(record), completionInBody: completionInBody)
         }
         operation.name = record.label
         operation.queuePriority = plan.priority
         operation.qualityOfService = plan.qualityOfService
         operation.threadPriority = plan.threadPriority
-        if plan.hasCompletionBlock { operation.installCompletionBlock() }
+        if plan.hasCompletionBlock { role(record).installCompletionBlock(on: operation) }
         return (operation, record)
     }
 

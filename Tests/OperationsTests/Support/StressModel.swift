@@ -36,6 +36,8 @@ final class OperationRecord: Sendable {
     /// Execution blocks of a BlockOperation (0 for the other kinds).
     let blockCount: Int
     let hasCompletionBlock: Bool
+    /// The body sets the completion block (so it runs once exactly when the body ran).
+    let completionSetInBody: Bool
     let bodyStarts = Atomic<Int>(0)
     let bodyEnds = Atomic<Int>(0)
     let blockRuns = Atomic<Int>(0)
@@ -46,12 +48,14 @@ final class OperationRecord: Sendable {
     /// Where the busy work stores its result, so an optimiser cannot drop the work.
     let workSink = Atomic<UInt64>(0)
 
-    init(index: Int, label: String, queue: Int, blockCount: Int, hasCompletionBlock: Bool) {
+    init(index: Int, label: String, queue: Int, blockCount: Int, hasCompletionBlock: Bool,
+         completionSetInBody: Bool = false) {
         self.index = index
         self.label = label
         self.queue = queue
         self.blockCount = blockCount
         self.hasCompletionBlock = hasCompletionBlock
+        self.completionSetInBody = completionSetInBody
     }
 }
 
@@ -280,7 +284,7 @@ final class StressRound: @unchecked Sendable {
                 violation("\(record.label) ran \(blocks) of its \(record.blockCount) execution blocks")
             }
             if starts > 0 { bodiesRun += 1 }
-            let expected = record.hasCompletionBlock ? 1 : 0
+            let expected = record.hasCompletionBlock || (record.completionSetInBody && starts > 0) ? 1 : 0
             if completions != expected {
                 violation("the completion block of \(record.label) ran \(completions) times, expected \(expected)")
             }

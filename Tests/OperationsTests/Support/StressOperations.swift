@@ -39,25 +39,36 @@ extension StressOperation {
     var round: StressRound { role.round }
     var record: OperationRecord { role.record }
 
-    /// The body of a synchronous operation, between the round's checks at its start and end;
+    /// The body of a synchronous operation (see `StressRole.runBody`).
+    func runBody(_ inner: () -> Void = {}) { role.runBody(of: self, inner) }
+
+    /// Runs `body` (see `StressRole.perform`).
+    func perform(_ body: StressBody) { role.perform(body, in: self) }
+
+    /// Sets the completion block that reports to the round.
+    func installCompletionBlock() { role.installCompletionBlock(on: self) }
+}
+
+extension StressRole {
+    /// The body of a synchronous `operation`, between the round's checks at its start and end;
     /// `inner` is what the class adds (a BlockOperation's blocks).
-    func runBody(_ inner: () -> Void = {}) {
-        round.bodyStarted(self, record)
-        perform(role.body)
+    func runBody(of operation: Operation, _ inner: () -> Void = {}) {
+        round.bodyStarted(operation, record)
+        perform(body, in: operation)
         inner()
         round.bodyEnded(record)
     }
 
-    /// Runs `body`: busy work, cancellations, and the nested wait.
-    func perform(_ body: StressBody) {
+    /// Runs `body` inside `operation`: busy work, cancellations, and the nested wait.
+    func perform(_ body: StressBody, in operation: Operation) {
         var sink: UInt64 = record.workSink.load(ordering: .relaxed)
         for step in 0..<body.spins {
             sink = sink &* 6_364_136_223_846_793_005 &+ UInt64(step)
-            if body.pollsCancellation && step & 63 == 0 && isCancelled { break }
+            if body.pollsCancellation && step & 63 == 0 && operation.isCancelled { break }
         }
         record.workSink.store(sink, ordering: .relaxed)
         for index in body.cancels { round.operation(index)?.cancel() }
-        if body.cancelsItself { cancel() }
+        if body.cancelsItself { operation.cancel() }
         if body.nestedWaitCount > 0 { waitNested(count: body.nestedWaitCount, chained: body.nestedWaitChained) }
     }
 
@@ -80,9 +91,9 @@ extension StressOperation {
         }
     }
 
-    /// Sets the completion block that reports to the round.
-    func installCompletionBlock() {
-        completionBlock = { [unowned self] in round.completionRan(self, record) }
+    /// Sets the completion block of `operation` that reports to the round.
+    func installCompletionBlock(on operation: Operation) {
+        operation.completionBlock = { [unowned operation, round, record] in round.completionRan(operation, record) }
     }
 }
 
@@ -186,6 +197,40 @@ final class StressAsyncOperation: Operation, StressOperation, @unchecked Sendabl
     }
 
     deinit { round.operationsFreed.arrive() }
+}
+
+/// A plain `BlockOperation` (the class itself, so the queue runs it on its fast path when it
+/// can): its one block runs the body and, if planned, sets the completion block from inside
+/// the body. It reports its free through a sentinel its block captures (the block is released
+/// with the operation).
+enum PlainStressOperation {
+    static func make(_ role: StressRole, completionInBody: Bool) -> BlockOperation {
+        let box = WeakOperationBox()
+        let sentinel = FreeSentinel(role.round.operationsFreed)
+        let operation = BlockOperation { [box, sentinel] in
+            withExtendedLifetime(sentinel) {}
+            guard let operation = box.operation else {
+                role.round.violation("\(role.record.label) ran after the round let go of it")
+                return
+            }
+            role.runBody(of: operation)
+            if completionInBody { role.installCompletionBlock(on: operation) }
+        }
+        box.operation = operation
+        return operation
+    }
+
+    /// The block's way to its own operation, without keeping it alive.
+    private final class WeakOperationBox: @unchecked Sendable {
+        weak var operation: Operation? // written once, before the operation is added
+    }
+
+    /// Arrives at `latch` when freed.
+    private final class FreeSentinel: Sendable {
+        let latch: Latch
+        init(_ latch: Latch) { self.latch = latch }
+        deinit { latch.arrive() }
+    }
 }
 
 /// A queue that reports when it is freed.
