@@ -70,8 +70,9 @@ protocol ProbeTarget {
 
 /// A suspended queue of default width (W8).
 protocol SuspendedQueue {
-    /// Adds `n` counting items; none may start.
-    func fill(_ n: Int, counter: Counter)
+    /// Adds `n` items counting into `W8Memory.counter`; none may start. Closure-based runtimes
+    /// queue a closure that captures nothing, so the figure is the runtime's own memory.
+    func fill(_ n: Int)
     /// Resumes the queue and waits until every item ran; then drops the queue.
     func resumeAndDrain()
 }

@@ -138,8 +138,8 @@ private struct CoreProbeTarget: ProbeTarget {
 private struct CoreSuspendedQueue: SuspendedQueue {
     let queue: OpaquePointer
 
-    func fill(_ n: Int, counter: Counter) {
-        for _ in 0..<n { op_queue_submit_f(queue, baseline_count_one, counter.pointer) }
+    func fill(_ n: Int) {
+        for _ in 0..<n { op_queue_submit_f(queue, baseline_count_one, W8Memory.counter.pointer) }
     }
 
     func resumeAndDrain() {

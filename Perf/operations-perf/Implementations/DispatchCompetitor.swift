@@ -74,6 +74,6 @@ private struct DispatchProbeTarget: ProbeTarget {
 private struct DispatchSuspendedQueue: SuspendedQueue {
     let state: OpaquePointer?
 
-    func fill(_ n: Int, counter: Counter) { dispatch_baseline_suspended_fill(state, n, counter.pointer) }
+    func fill(_ n: Int) { dispatch_baseline_suspended_fill(state, n, W8Memory.counter.pointer) }
     func resumeAndDrain() { dispatch_baseline_suspended_drain(state) }
 }

@@ -177,8 +177,9 @@ private struct OperationSuspendedQueue<API: OperationQueueAPI>: SuspendedQueue {
 
     init() { queue.isSuspended = true }
 
-    func fill(_ n: Int, counter: Counter) {
-        for _ in 0..<n { queue.addOperation(API.makeOperation { counter.countOne() }) }
+    func fill(_ n: Int) {
+        // Refers to the shared counter instead of capturing one: no closure context per item.
+        for _ in 0..<n { queue.addOperation(API.makeOperation { W8Memory.counter.countOne() }) }
     }
 
     func resumeAndDrain() {
