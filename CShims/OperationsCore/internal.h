@@ -210,8 +210,9 @@ struct op_queue {
 /* registry.c */
 void op_registry_add(op_queue_t *queue, op_task_t *task);
 void op_registry_compact_if_idle(op_queue_t *queue);
-/* Amortised compaction, called by threads that finish tasks of a busy tracking queue. */
-void op_registry_compact_if_due(op_queue_t *queue, uint64_t finished);
+/* Counts `finished` tasks of this thread; true when an amortised compaction of `queue` is due
+ * (the caller then runs op_registry_compact_if_idle, holding the queue alive). */
+bool op_registry_compaction_due(op_queue_t *queue, uint64_t finished);
 /* Compacts now (waits for the lock): finished tasks' contexts are released on return. */
 void op_registry_compact_now(op_queue_t *queue);
 void op_registry_destroy(op_queue_t *queue);

@@ -111,13 +111,21 @@ void op_queue_busy_sub(op_queue_t *queue, uint64_t count) {
     if (count == 0) return;
     /* seq_cst: Dekker with op_queue_wait (we write busy then read idle_waiters; it writes
      * idle_waiters then reads busy), and release of the tasks' effects to the waiter. */
+    /* Finished contexts are released by the threads that finish tasks, where they are still
+     * in cache, not by the submitter. Once our busy units are given back the queue may be
+     * freed by whoever takes it idle, so a compaction after that holds a reference of its own
+     * (not the busy units: a release may run a deinit that waits for the queue to go idle). */
+    bool compact = queue->tracking && op_registry_compaction_due(queue, count);
+    if (compact) op_queue_retain(queue);
     uint64_t before = atomic_fetch_sub_explicit(&queue->busy, count, memory_order_seq_cst);
     if (before != count) {
-        /* Finished contexts are released by the threads that finish tasks, where they are
-         * still in cache, not by the submitter. */
-        if (queue->tracking) op_registry_compact_if_due(queue, count);
+        if (compact) {
+            op_registry_compact_if_idle(queue);
+            op_queue_release(queue);
+        }
         return;
     }
+    if (compact) op_queue_release(queue); /* the idle path below compacts anyway */
     if (queue->tracking) op_registry_compact_if_idle(queue); /* release finished contexts */
     if (atomic_load_explicit(&queue->idle_waiters, memory_order_seq_cst) != 0) {
         /* release: a waiter that sees the new epoch sees everything before it. */

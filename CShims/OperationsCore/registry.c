@@ -160,7 +160,7 @@ void op_registry_add(op_queue_t *queue, op_task_t *task) {
                                                     memory_order_release, memory_order_relaxed));
     /* release: the barrier that waits for `submitting` to drain sees our push. */
     atomic_fetch_sub_explicit(&queue->submitting, 1, memory_order_release);
-    /* relaxed: a heuristic count for op_registry_compact_if_due; publishes nothing. */
+    /* relaxed: a heuristic count for op_registry_compaction_due; publishes nothing. */
     atomic_fetch_add_explicit(&queue->registry_pushes, 1, memory_order_relaxed);
 }
 
@@ -168,9 +168,9 @@ void op_registry_add(op_queue_t *queue, op_task_t *task) {
  * a heuristic that only sets how often the look is taken). */
 static _Thread_local uint32_t op_tls_finishes;
 
-void op_registry_compact_if_due(op_queue_t *queue, uint64_t finished) {
+bool op_registry_compaction_due(op_queue_t *queue, uint64_t finished) {
     op_tls_finishes += (uint32_t)finished;
-    if (op_tls_finishes < OP_REGISTRY_CHECK_EVERY) return;
+    if (op_tls_finishes < OP_REGISTRY_CHECK_EVERY) return false;
     op_tls_finishes = 0;
     /* relaxed: heuristic thresholds; no data is published through these. */
     uint64_t pushes = atomic_load_explicit(&queue->registry_pushes, memory_order_relaxed);
@@ -178,7 +178,7 @@ void op_registry_compact_if_due(op_queue_t *queue, uint64_t finished) {
     if (threshold < OP_REGISTRY_MIN_COMPACT) threshold = OP_REGISTRY_MIN_COMPACT;
     uint64_t since = pushes - atomic_load_explicit(&queue->registry_pushes_at_compaction,
                                                    memory_order_relaxed);
-    if (since >= threshold) op_registry_compact_if_idle(queue);
+    return since >= threshold;
 }
 
 /* Unfinished tracked tasks, oldest first, into a malloc'd array; caller holds the lock and

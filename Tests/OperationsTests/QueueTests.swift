@@ -560,3 +560,24 @@ private final class NiceProbe: Operation, @unchecked Sendable {
         }
     }
 }
+
+/// Queues dropped while their operations run, so each is freed the moment it goes idle, while
+/// the threads that finished its last operations may still be tidying its list of operations
+/// (CI runs this suite under AddressSanitizer too).
+@Suite(.sharesProcess) struct QueueLifetimeTests {
+    @Test func Q11_queuesFreedTheMomentTheyGoIdleWhileWorkersTidyTheirListsStaySound() {
+        let rounds = 30
+        let count = 3000
+        for round in 0..<rounds {
+            let ran = Latch()
+            let freed = Latch()
+            do {
+                let queue = TrackedQueue(freed: freed)
+                for _ in 0..<count { queue.addOperation(BlockOperation { ran.arrive() }) }
+            }
+            guard waitFor(ran, "round \(round): the \(count) operations of a dropped queue", count: count),
+                  waitFor(freed, "round \(round): the dropped queue to be freed")
+            else { return }
+        }
+    }
+}
