@@ -196,15 +196,17 @@ struct op_queue {
     op_task_fn release_context;
     alignas(OP_CACHE_LINE) op_task_t *_Atomic registry_head; /* newest first */
     _Atomic uint32_t submitting;           /* registrations in flight (barrier handshake) */
-    _Atomic uint64_t registry_pushes;
     uint32_t barriers_submitted; /* numbers barriers (op_task.barrier_seq); under registry_lock */
     op_task_t *_Atomic barrier;            /* the latest barrier (a reference), or NULL */
     _Atomic bool compact_requested;        /* an idle queue asked for a compaction */
     _Atomic uint64_t releasing;            /* contexts removed but not yet released */
     alignas(OP_CACHE_LINE) pthread_mutex_t registry_lock; /* compaction, listing, barriers */
-    /* Written under the lock, read by submitters for the amortised-compaction threshold. */
+    /* The amortised-compaction threshold: tasks kept by the last compaction (written under
+     * the lock), and finishes counted by finishing threads (in steps of
+     * OP_REGISTRY_CHECK_EVERY) in total and as of the last compaction. */
     _Atomic uint64_t registry_kept;
-    _Atomic uint64_t registry_pushes_at_compaction;
+    alignas(OP_CACHE_LINE) _Atomic uint64_t registry_finishes;
+    _Atomic uint64_t registry_finishes_at_compaction;
 };
 
 /* registry.c */

@@ -59,14 +59,14 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     queue->release_context = NULL;
     atomic_init(&queue->registry_head, NULL);
     atomic_init(&queue->submitting, 0);
-    atomic_init(&queue->registry_pushes, 0);
+    atomic_init(&queue->registry_finishes, 0);
     queue->barriers_submitted = 0;
     atomic_init(&queue->barrier, NULL);
     atomic_init(&queue->compact_requested, false);
     atomic_init(&queue->releasing, 0);
     pthread_mutex_init(&queue->registry_lock, NULL);
     atomic_init(&queue->registry_kept, 0);
-    atomic_init(&queue->registry_pushes_at_compaction, 0);
+    atomic_init(&queue->registry_finishes_at_compaction, 0);
     return queue;
 }
 
@@ -263,7 +263,9 @@ static int op_queue_submit_one(op_queue_t *queue, op_task_t *task) {
     } while (!atomic_compare_exchange_weak_explicit(&task->state, &state,
                                                     state | OP_STATE_SUBMITTED,
                                                     memory_order_acq_rel, memory_order_acquire));
-    op_task_retain(task); /* the queue's reference, dropped when the task finished */
+    /* The queue's reference, dropped when the task finished, and for a tracking queue the
+     * registry's, dropped by the compaction that unlinks it: one step. relaxed, as any retain. */
+    atomic_fetch_add_explicit(&task->refs, queue->tracking ? 2 : 1, memory_order_relaxed);
     op_queue_busy_add(queue, 1);
     if (queue->tracking) op_registry_add(queue, task); /* may add a barrier dependency */
     /* acq_rel: drop the submission hold; reaching zero means no dependency is left. */

@@ -64,8 +64,8 @@ static op_task_t *op_registry_compact_locked(op_queue_t *queue) {
     }
     /* relaxed: a heuristic threshold; no data is published through these. */
     atomic_store_explicit(&queue->registry_kept, kept, memory_order_relaxed);
-    atomic_store_explicit(&queue->registry_pushes_at_compaction,
-                          atomic_load_explicit(&queue->registry_pushes, memory_order_relaxed),
+    atomic_store_explicit(&queue->registry_finishes_at_compaction,
+                          atomic_load_explicit(&queue->registry_finishes, memory_order_relaxed),
                           memory_order_relaxed);
     if (!keep_head) return removed;
     /* Splice the survivors (older) below whatever was pushed meanwhile (newer). Pushers only
@@ -151,7 +151,7 @@ void op_registry_add(op_queue_t *queue, op_task_t *task) {
         task->barrier_seq = barrier->barrier_seq;
         op_task_add_dependency(task, barrier); /* before the submission hold is dropped */
     }
-    op_task_retain(task); /* the registry's reference */
+    /* The registry's reference was taken by op_queue_submit_one with the queue's. */
     op_task_t *head = atomic_load_explicit(&queue->registry_head, memory_order_relaxed);
     do {
         task->registry_next = head;
@@ -160,8 +160,6 @@ void op_registry_add(op_queue_t *queue, op_task_t *task) {
                                                     memory_order_release, memory_order_relaxed));
     /* release: the barrier that waits for `submitting` to drain sees our push. */
     atomic_fetch_sub_explicit(&queue->submitting, 1, memory_order_release);
-    /* relaxed: a heuristic count for op_registry_compaction_due; publishes nothing. */
-    atomic_fetch_add_explicit(&queue->registry_pushes, 1, memory_order_relaxed);
 }
 
 /* Finishes counted by this thread since it last looked whether compaction is due (any queue:
@@ -172,12 +170,15 @@ bool op_registry_compaction_due(op_queue_t *queue, uint64_t finished) {
     op_tls_finishes += (uint32_t)finished;
     if (op_tls_finishes < OP_REGISTRY_CHECK_EVERY) return false;
     op_tls_finishes = 0;
-    /* relaxed: heuristic thresholds; no data is published through these. */
-    uint64_t pushes = atomic_load_explicit(&queue->registry_pushes, memory_order_relaxed);
+    /* relaxed: heuristic counts; no data is published through these. Finished tasks left in
+     * the list at least twice the kept ones keeps compaction O(1) per task. */
+    uint64_t finishes = atomic_fetch_add_explicit(&queue->registry_finishes,
+                                                  OP_REGISTRY_CHECK_EVERY, memory_order_relaxed) +
+                        OP_REGISTRY_CHECK_EVERY;
     uint64_t threshold = 2 * atomic_load_explicit(&queue->registry_kept, memory_order_relaxed);
     if (threshold < OP_REGISTRY_MIN_COMPACT) threshold = OP_REGISTRY_MIN_COMPACT;
-    uint64_t since = pushes - atomic_load_explicit(&queue->registry_pushes_at_compaction,
-                                                   memory_order_relaxed);
+    uint64_t since = finishes - atomic_load_explicit(&queue->registry_finishes_at_compaction,
+                                                     memory_order_relaxed);
     return since >= threshold;
 }
 
