@@ -209,6 +209,10 @@ struct op_queue {
     _Atomic uint64_t registry_finishes_at_compaction;
 };
 
+/* queue.c: claims, registers (tracking queues) and, when nothing holds it, puts the task in
+ * the bands, without waking a worker (the caller dispatches). 0, EBUSY. */
+int op_queue_submit_one(op_queue_t *queue, op_task_t *task);
+
 /* registry.c */
 void op_registry_add(op_queue_t *queue, op_task_t *task);
 void op_registry_compact_if_idle(op_queue_t *queue);

@@ -246,7 +246,7 @@ bool op_queue_release_slot(op_queue_t *queue) {
     }
 }
 
-static int op_queue_submit_one(op_queue_t *queue, op_task_t *task) {
+int op_queue_submit_one(op_queue_t *queue, op_task_t *task) {
     op_queue_t *expected = NULL;
     /* acq_rel: claims the task for this queue exactly once. */
     if (!atomic_compare_exchange_strong_explicit(&task->queue, &expected, queue,

@@ -22,7 +22,14 @@
  * `submitting`. A barrier is published first, then waits for `submitting` to drain, then makes
  * itself depend on every unfinished tracked task that is not behind it. A task either saw the
  * barrier (it waits for it) or finished registering before the barrier looked (the barrier
- * waits for it), never both and never neither.
+ * waits for it), never both and never neither. The barrier registers itself before it drops
+ * `registry_lock`, and looks up no other barrier: the next barrier (which takes the lock after)
+ * always finds it in the registry and waits for it, and a published barrier's number is never
+ * written again, so registrations that read it race with nothing. (It used to register after
+ * dropping the lock, reset its number and wait on whatever barrier was published by then: a
+ * task that had read the old number could then close a cycle — the newer barrier waiting for
+ * the task, the task for the older barrier, the older barrier for the newer — and TSan saw the
+ * number's rewrite race with those reads.)
  */
 #include "internal.h"
 
@@ -144,10 +151,12 @@ void op_registry_add(op_queue_t *queue, op_task_t *task) {
      * Dekker pair with the barrier's publish-then-wait. */
     atomic_fetch_add_explicit(&queue->submitting, 1, memory_order_seq_cst);
     op_task_t *barrier = atomic_load_explicit(&queue->barrier, memory_order_seq_cst);
-    task->barrier_seq = 0;
-    if (barrier && !(atomic_load_explicit(&barrier->state, memory_order_acquire) &
-                     OP_STATE_FINISHED)) {
-        /* The barrier's number was written before it was published (seq_cst exchange). */
+    /* A barrier registering itself (under registry_lock, see op_queue_submit_barrier) waits on
+     * no other barrier: its snapshot already made it wait for everything before it. */
+    if (barrier && !(task->flags & OP_TASK_IS_BARRIER) &&
+        !(atomic_load_explicit(&barrier->state, memory_order_acquire) & OP_STATE_FINISHED)) {
+        /* The barrier's number was written before it was published (seq_cst exchange) and is
+         * never written again. Ours was 0 since op_task_init. */
         task->barrier_seq = barrier->barrier_seq;
         op_task_add_dependency(task, barrier); /* before the submission hold is dropped */
     }
@@ -259,11 +268,13 @@ int op_queue_submit_barrier(op_queue_t *queue, op_task_t *task) {
         if (tasks[i]->barrier_seq != seq) op_task_add_dependency(task, tasks[i]);
     }
     free(tasks);
+    /* Registered (and put in the bands if nothing is left before it) while we still hold the
+     * lock, so the next barrier's snapshot finds it; dispatched after the lock is dropped. */
+    int rc = op_queue_submit_one(queue, task);
     op_registry_unlock(queue, removed);
     if (previous) op_task_release(previous);
-    /* Submitted like any task; registry_add sees itself as the barrier and does not wait on
-     * itself (add_dependency refuses a self-dependency). */
-    return op_queue_submit(queue, task);
+    if (rc == 0) op_queue_dispatch_sub(queue, 1, 0);
+    return rc;
 }
 
 void op_registry_destroy(op_queue_t *queue) {

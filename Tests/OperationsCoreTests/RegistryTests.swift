@@ -62,6 +62,29 @@ private func submitTracked(_ queue: OpaquePointer, _ item: RegistryItem, barrier
     op_task_release(task)
 }
 
+/// A task of barriersFromSeveralThreadsKeepEachThreadsOrderAndNeverWaitInACycle: takes a
+/// ticket from a shared clock when it runs.
+private final class TicketItem: Sendable {
+    let clock: TicketClock
+    let ticket = Atomic<Int>(-1)
+    let released = Atomic<Bool>(false)
+    init(clock: TicketClock) { self.clock = clock }
+}
+
+private final class TicketClock: Sendable {
+    let now = Atomic<Int>(0)
+}
+
+private let ticketBody: TaskBody = { context in
+    let item = Unmanaged<TicketItem>.fromOpaque(context!).takeUnretainedValue()
+    item.ticket.store(item.clock.now.add(1, ordering: .acquiringAndReleasing).newValue, ordering: .releasing)
+}
+
+private let releaseTicketItem: TaskBody = { context in
+    let item = Unmanaged<TicketItem>.fromOpaque(context!).takeRetainedValue()
+    item.released.store(true, ordering: .releasing)
+}
+
 private func makeTrackedQueue(_ label: String, width: Int32 = OP_WIDTH_DEFAULT) throws -> OpaquePointer {
     let queue = try makeQueue(label, width: width)
     #expect(op_queue_set_tracking(queue, releaseItem) == 0)
@@ -185,6 +208,65 @@ struct RegistryTests {
                     "seed \(seed) round \(round): a task crossed the barrier (replay with OPERATIONS_TEST_SEED=\(seed))")
             #expect(probe.ran.load(ordering: .relaxed) == 3 * perThread + 1, "seed \(seed) round \(round)")
             #expect(probe.released.load(ordering: .relaxed) == 3 * perThread + 1, "seed \(seed) round \(round)")
+        }
+    }
+
+    /// Three threads each submit runs of tasks, each run closed by a barrier, to one running
+    /// queue. Every barrier runs after everything its thread submitted before it and before
+    /// everything it submitted after it, and the queue drains: no cycle. (A barrier used to
+    /// register after dropping the registry lock and renumber itself; a task that had read the
+    /// old number could close a cycle with the next barrier, and TSan saw the rewrite race.)
+    @Test func barriersFromSeveralThreadsKeepEachThreadsOrderAndNeverWaitInACycle() throws {
+        let seed = testSeed()
+        var generator = SeededGenerator(seed: seed)
+        let rounds = scaled(20, tsan: 5)
+        for round in 0..<rounds {
+            let queue = try makeQueue("barrier-threads")
+            defer { op_queue_release(queue) }
+            #expect(op_queue_set_tracking(queue, releaseTicketItem) == 0)
+            let clock = TicketClock()
+            let threads = 3
+            // Per thread: what it submits, in order (true: a barrier).
+            let plans: [[Bool]] = (0..<threads).map { _ in
+                var plan: [Bool] = []
+                for _ in 0..<Int.random(in: 10...30, using: &generator) {
+                    plan += Array(repeating: false, count: Int.random(in: 0...6, using: &generator)) + [true]
+                }
+                return plan
+            }
+            let items: [[TicketItem]] = plans.map { plan in plan.map { _ in TicketItem(clock: clock) } }
+            let shared = SendablePointer(queue)
+            let failures = Atomic<Int>(0)
+            let finished = runThreads(threads) { index in
+                for (position, isBarrier) in plans[index].enumerated() {
+                    let context = Unmanaged.passRetained(items[index][position]).toOpaque()
+                    guard let task = op_task_create(ticketBody, context, nil) else {
+                        failures.add(1, ordering: .relaxed)
+                        continue
+                    }
+                    let rc = isBarrier ? op_queue_submit_barrier(shared.raw, task) : op_queue_submit(shared.raw, task)
+                    if rc != 0 { failures.add(1, ordering: .relaxed) }
+                    op_task_release(task)
+                }
+            }
+            let context = "seed \(seed) round \(round) (replay with OPERATIONS_TEST_SEED=\(seed))"
+            #expect(finished, "\(context): the submitting threads did not finish")
+            #expect(failures.load(ordering: .relaxed) == 0, "\(context): a create or submit failed")
+            try #require(op_queue_wait(queue, Limits.waitNs) == 0,
+                         "\(context): the queue did not drain (barriers waiting in a cycle?)")
+            for (thread, plan) in plans.enumerated() {
+                let tickets = items[thread].map { $0.ticket.load(ordering: .acquiring) }
+                #expect(!tickets.contains(-1), "\(context): thread \(thread): a task never ran")
+                for (position, isBarrier) in plan.enumerated() where isBarrier {
+                    let before = tickets[..<position].max() ?? -1
+                    let after = tickets[(position + 1)...].min() ?? Int.max
+                    #expect(before < tickets[position] && tickets[position] < after,
+                            "\(context): thread \(thread): barrier at \(position) ran at \(tickets[position]), before it up to \(before), after it from \(after)")
+                }
+            }
+            // op_queue_wait compacted the registry: every context was handed back.
+            let unreleased = items.joined().filter { !$0.released.load(ordering: .acquiring) }.count
+            #expect(unreleased == 0, "\(context): \(unreleased) contexts were not released")
         }
     }
 }

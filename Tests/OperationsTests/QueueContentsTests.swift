@@ -72,6 +72,45 @@ struct QueueContentsTests {
         #expect(entries.count == 61)
     }
 
+    // Regression: a barrier registered itself only after its lock was dropped and then waited
+    // on whichever barrier was newest; with barriers added from several threads, operations
+    // passed a barrier of their own thread and barriers waited for each other in a cycle.
+    @Test func Q9_barriersAddedFromSeveralThreadsAtOnceEachKeepTheirThreadsOrder() {
+        let queue = OperationQueue()
+        let log = Recorder<String>()
+        let threads = 3, runs = 15, perRun = 4
+        let done = (0..<threads).map { thread in
+            onNewThread {
+                for run in 0..<runs {
+                    for item in 0..<perRun { queue.addOperation { log.append("\(thread) op \(run) \(item)") } }
+                    queue.addBarrierBlock { log.append("\(thread) barrier \(run)") }
+                }
+            }
+        }
+        for latch in done { guard waitFor(latch, "a thread adding operations and barriers") else { return } }
+        guard waitUntilAllOperationsAreFinished(queue) else { return }
+        let entries = log.snapshot
+        #expect(entries.count == threads * runs * (perRun + 1), "every operation and barrier ran once")
+        for thread in 0..<threads {
+            // In this thread's own entries, run r's barrier comes after its run-r operations and
+            // before its run r+1 operations.
+            let mine = entries.filter { $0.hasPrefix("\(thread) ") }.map { $0.split(separator: " ") }
+            var expectedRun = 0, seenInRun = 0
+            for entry in mine {
+                let run = Int(entry[2]) ?? -1
+                if entry[1] == "barrier" {
+                    #expect(run == expectedRun && seenInRun == perRun,
+                            "thread \(thread): barrier \(run) ran after \(seenInRun) of run \(expectedRun)'s operations: \(mine)")
+                    expectedRun += 1
+                    seenInRun = 0
+                } else {
+                    #expect(run == expectedRun, "thread \(thread): an operation of run \(run) ran in run \(expectedRun): \(mine)")
+                    seenInRun += 1
+                }
+            }
+        }
+    }
+
     @Test func Q7_Q12_barriersAreNotListedAndWaitsIncludeThem() {
         let queue = OperationQueue()
         queue.isSuspended = true
