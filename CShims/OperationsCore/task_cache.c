@@ -10,7 +10,11 @@
  * The global stack is capped (OP_CACHE_GLOBAL_MAX blocks); beyond it, batches go back to
  * malloc, so an idle process keeps at most about 1.3 MB here (16K blocks; 64K let a soak of
  * short-lived submitting threads grow RSS by 5 MB before it levelled). A thread's private list
- * goes to the global stack when the thread exits.
+ * goes to the global stack when the thread exits. A thread can still free and create tasks
+ * after that, while other thread-local destructors run (Foundation frees a Thread's closure
+ * there, with whatever operations it held): from then on its cache is closed, so each block it
+ * frees goes to the global stack at once and it creates from malloc, keeping nothing in a
+ * thread-local list that no destructor would visit again.
  */
 #include "internal.h"
 
@@ -33,6 +37,7 @@ typedef struct op_local_cache {
     op_free_block *tail;
     uint32_t count;
     bool registered;
+    bool closed; /* the thread-exit destructor ran: keep nothing here */
 } op_local_cache;
 
 static op_free_block *_Atomic op_global_batches = NULL;
@@ -71,6 +76,7 @@ static void op_cache_publish(op_local_cache *cache) {
 
 static void op_cache_thread_exit(void *unused) {
     (void)unused;
+    op_cache.closed = true;
     op_cache_publish(&op_cache);
 }
 
@@ -85,6 +91,7 @@ static void op_cache_register(op_local_cache *cache) {
 op_task_t *op_task_cache_alloc(void) {
     op_local_cache *cache = &op_cache;
     if (OP_UNLIKELY(!cache->head)) {
+        if (OP_UNLIKELY(cache->closed)) return malloc(sizeof(op_task_t));
         /* acquire: pairs with the release push, so the batches' links are visible. */
         op_free_block *batches = atomic_exchange_explicit(&op_global_batches, NULL,
                                                           memory_order_acquire);
@@ -117,5 +124,5 @@ void op_task_cache_free(op_task_t *task) {
     block->next = cache->head;
     if (!cache->head) cache->tail = block;
     cache->head = block;
-    if (++cache->count >= 2 * OP_CACHE_BATCH) op_cache_publish(cache);
+    if (++cache->count >= 2 * OP_CACHE_BATCH || OP_UNLIKELY(cache->closed)) op_cache_publish(cache);
 }

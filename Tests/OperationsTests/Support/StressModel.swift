@@ -73,9 +73,16 @@ final class WidthGauge: Sendable {
         }
     }
 
-    func leave() { state.withLock { $0.running -= 1 } }
+    /// One step for a body that waited (`endingWait`): an operation entering between the two
+    /// would count the sleeper as running but not as blocked, and report the queue over its
+    /// width when it is not.
+    func leave(endingWait: Bool = false) {
+        state.withLock {
+            $0.running -= 1
+            if endingWait { $0.blockedInWaits -= 1 }
+        }
+    }
     func beginWait() { state.withLock { $0.blockedInWaits += 1 } }
-    func endWait() { state.withLock { $0.blockedInWaits -= 1 } }
     var peak: Int { state.withLock { $0.peak } }
 }
 
@@ -216,8 +223,7 @@ final class StressRound: @unchecked Sendable {
         // operation started on the lent slot runs on after the sleeper wakes (a lowered width
         // stops no running operation; nothing new starts meanwhile). The body cannot see when
         // the queue started the other one, so the sleeper counts apart until its body ends.
-        if record.waitedInBody.exchange(false, ordering: .relaxed) { gauges[record.queue].endWait() }
-        gauges[record.queue].leave()
+        gauges[record.queue].leave(endingWait: record.waitedInBody.exchange(false, ordering: .relaxed))
         record.bodyEnds.add(1, ordering: .relaxed)
     }
 

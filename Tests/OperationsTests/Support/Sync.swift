@@ -45,11 +45,24 @@ func waitFor(_ latch: Latch, _ what: String, count target: Int = 1, seconds: Dou
 
 /// Calls `body` on a new thread (a `Foundation.Thread`, which is not one of Swift Testing's
 /// workers nor one of the runtime's), and returns a latch that opens when it returned.
+///
+/// `body`, and everything it captured, is released before the latch opens. Foundation frees a
+/// thread's closure only while the thread exits, after ThreadSanitizer has already retired the
+/// thread: an operation whose last reference went with that closure would be freed there, and
+/// TSan would report its (correctly ordered) memory reuse as a race with the thread's earlier
+/// reads. It also makes "the latch opened" mean "the thread holds nothing of the test's".
 @discardableResult
 func onNewThread(_ body: @escaping @Sendable () -> Void) -> Latch {
     let done = Latch()
+    let handOver = Locked<(@Sendable () -> Void)?>(body)
     Thread.detachNewThread {
-        body()
+        do {
+            let body = handOver.withLock { pending in
+                defer { pending = nil }
+                return pending
+            }
+            body?()
+        }  // `body` is released here, on this thread, while TSan still follows it
         done.open()
     }
     return done
