@@ -8,14 +8,9 @@ import Testing
 @discardableResult
 func waitUntilFinished(_ operation: Operation, _ what: String? = nil, seconds: Double = Limits.waitSeconds,
                        sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
-    // The waiting thread drops its reference before it reports back, so the operation's last
-    // release never depends on when Foundation frees the thread's closure.
-    let box = Locked<Operation?>(operation)
-    let done = onNewThread {
-        let operation = box.withLock { $0 }
-        operation?.waitUntilFinished()
-        box.withLock { $0 = nil }
-    }
+    // onNewThread releases the closure (and its reference to the operation) before it reports
+    // back, so the operation's last release never depends on when Foundation frees the thread.
+    let done = onNewThread { operation.waitUntilFinished() }
     return waitFor(done, "waitUntilFinished() of \(what ?? operation.description) to return",
                    seconds: seconds, sourceLocation: sourceLocation)
 }
