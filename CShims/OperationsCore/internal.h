@@ -209,10 +209,6 @@ struct op_queue {
     _Atomic uint64_t registry_finishes_at_compaction;
 };
 
-/* queue.c: claims, registers (tracking queues) and, when nothing holds it, puts the task in
- * the bands, without waking a worker (the caller dispatches). 0, EBUSY. */
-int op_queue_submit_one(op_queue_t *queue, op_task_t *task);
-
 /* registry.c */
 void op_registry_add(op_queue_t *queue, op_task_t *task);
 void op_registry_compact_if_idle(op_queue_t *queue);
@@ -239,6 +235,9 @@ int op_queue_effective_width(op_queue_t *queue);
  * subtracts `sub` busy units the caller held. Its last touch of the queue is a token push or
  * the subtraction, so the queue may be freed the moment it returns. */
 void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub);
+/* Claims the task, registers it (tracking queues) and, when nothing holds it, puts it in the
+ * bands without waking a worker: the caller dispatches. Returns 0 or EBUSY. */
+int op_queue_submit_one(op_queue_t *queue, op_task_t *task);
 void op_queue_busy_add(op_queue_t *queue, uint64_t count);
 /* Subtracts from busy; at zero wakes waiters and drops the busy reference (may free). */
 void op_queue_busy_sub(op_queue_t *queue, uint64_t count);

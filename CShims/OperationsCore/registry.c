@@ -25,11 +25,8 @@
  * waits for it), never both and never neither. The barrier registers itself before it drops
  * `registry_lock`, and looks up no other barrier: the next barrier (which takes the lock after)
  * always finds it in the registry and waits for it, and a published barrier's number is never
- * written again, so registrations that read it race with nothing. (It used to register after
- * dropping the lock, reset its number and wait on whatever barrier was published by then: a
- * task that had read the old number could then close a cycle — the newer barrier waiting for
- * the task, the task for the older barrier, the older barrier for the newer — and TSan saw the
- * number's rewrite race with those reads.)
+ * written again, so registrations that read it race with nothing and no task can be put
+ * between two barriers that wait for each other.
  */
 #include "internal.h"
 
