@@ -128,7 +128,8 @@ typedef struct op_task_ext {
 
 typedef struct op_edge op_edge;
 
-/* 72 bytes: a queued BlockOperation is this plus the 64-byte Swift object. */
+/* 72 bytes (an 80-byte malloc chunk): a queued BlockOperation is this plus a 40-byte Swift
+ * object (a 48-byte chunk). */
 struct op_task {
     _Atomic uint32_t state;          /* OP_STATE_* bits; futex word for op_task_wait */
     _Atomic uint32_t refs;

@@ -40,7 +40,8 @@ open class Operation: @unchecked Sendable {
         }
     }
 
-    /// State bits. Written with atomic or/and; read with acquiring loads.
+    /// State bits. Written with atomic or/and; read with acquiring loads. At most 16 of them:
+    /// they live in the top bits of `stateWord` (`OperationStateBits`).
     struct State {
         static let executing: UInt32 = 1 << 0
         static let finished: UInt32 = 1 << 1
@@ -54,15 +55,32 @@ open class Operation: @unchecked Sendable {
         static let readinessHeld: UInt32 = 1 << 9 // a hold is taken on the core task (custom isReady said no)
         static let hasThreadPriority: UInt32 = 1 << 10 // threadPriority was set (it is in extras)
         static let severalBlocks: UInt32 = 1 << 11     // a BlockOperation has blocks in extras
-        static let hasExtras: UInt32 = 1 << 12         // lockedExtras was set (never unset)
     }
 
-    let state = Atomic<UInt32>(0)
+    /// The operation's only stored property: the `State` bits in the top 16 bits, and the
+    /// address of the core task, or once there are extras, of the extras (which hold the task
+    /// and carry one reference from here). See `OperationStateBits`.
+    let stateWord: Atomic<UInt>
+
     /// The core task that stands for this operation in queues and dependency graphs. Owned.
     /// It also keeps the operation's queue priority and QoS.
-    let task: OpaquePointer
-    /// What few operations use, allocated on first use. Guarded by StripedLock.shared for self.
-    var lockedExtras: OperationExtras?
+    @inline(__always)
+    var task: OpaquePointer {
+        // acquiring: pairs with the releasing exchange that points the word at the extras, so
+        // their `task` is visible (on x86 this is a plain load).
+        OperationStateBits.task(in: stateWord.load(ordering: .acquiring))
+    }
+
+    /// The operation's `State` bits.
+    @inline(__always)
+    var state: OperationStateBits { OperationStateBits(owner: self) }
+
+    /// What few operations use, allocated on first use; nil before. The caller holds
+    /// StripedLock.shared for self.
+    var lockedExtras: OperationExtras? {
+        // relaxed: the extras are installed under the same lock, which orders them for us.
+        OperationStateBits.extras(in: stateWord.load(ordering: .relaxed))
+    }
 
     /// Creates an operation. Reads no overridable property.
     public init() {
@@ -74,7 +92,7 @@ open class Operation: @unchecked Sendable {
         guard let task = op_task_create(operationTaskBody, nil, &attributes) else {
             fatalError("Operation.init: the core could not create a task (out of memory)")
         }
-        self.task = task
+        self.stateWord = Atomic(OperationStateBits.addressPart(UnsafeMutableRawPointer(task)))
         op_task_set_context(task, Unmanaged.passUnretained(self).toOpaque())
     }
 
@@ -90,10 +108,20 @@ open class Operation: @unchecked Sendable {
 
     /// Creates the extras; the caller holds the operation's lock.
     func makeExtrasLocked() -> OperationExtras {
-        let extras = OperationExtras()
-        lockedExtras = extras
-        // releasing: a reader that sees the bit (deinit) sees the extras.
-        state.bitwiseOr(State.hasExtras, ordering: .releasing)
+        let extras = OperationExtras(task: task)
+        // The word's reference, dropped by deinit.
+        let address = OperationStateBits.addressPart(Unmanaged.passRetained(extras).toOpaque())
+        // Swap the address part, keeping the state bits that other threads may change meanwhile.
+        // relaxed: a first guess; the exchange checks it.
+        var current = stateWord.load(ordering: .relaxed)
+        while true {
+            let desired = (current & ~OperationStateBits.lowMask) | address | OperationStateBits.extrasMark
+            // releasing: whoever reads the task through the extras (acquiring) sees them filled.
+            let (exchanged, original) = stateWord.compareExchange(
+                expected: current, desired: desired, ordering: .releasing)
+            if exchanged { break }
+            current = original
+        }
         return extras
     }
 
@@ -103,20 +131,27 @@ open class Operation: @unchecked Sendable {
     }
 
     deinit {
-        if state.load(ordering: .acquiring) & State.hasExtras != 0 { releaseDependenciesIteratively() }
+        // acquiring: see the extras' fields if the word points at them.
+        let word = stateWord.load(ordering: .acquiring)
+        let task = OperationStateBits.task(in: word) // read before the extras may go
+        if let extras = OperationStateBits.extras(in: word) { release(extras) }
         op_task_release(task)
     }
 
-    /// Hands the dependencies to ChainRelease's loop, so a long chain is not freed by recursion
-    /// through deinits. Only from deinit.
-    private func releaseDependenciesIteratively() {
+    /// Drops the word's reference on the extras (freeing them outside the lock: their
+    /// closures may free other operations), the dependencies through ChainRelease's loop, so
+    /// a long chain is not freed by recursion through deinits. Only from deinit. The lock is
+    /// for ThreadSanitizer, which does not see the reference count that orders the writers of
+    /// the extras before this deinit.
+    private func release(_ extras: OperationExtras) {
         var dependencies = StripedLock.shared.withLock(forAddress: Unmanaged.passUnretained(self).toOpaque()) {
             () -> [Operation] in
-            let list = lockedExtras?.dependencies ?? []
-            lockedExtras?.dependencies = []
+            let list = extras.dependencies
+            extras.dependencies = [] // `list` holds the list's only reference
             return list
         }
         if !dependencies.isEmpty { ChainRelease.release(&dependencies) }
+        Unmanaged.passUnretained(extras).release()
     }
 
     // MARK: - State
@@ -321,8 +356,9 @@ open class Operation: @unchecked Sendable {
         if old & State.completed != 0 { return }
         if old & State.hasCompletion != 0 {
             let block = StripedLock.shared.withLock(for: self) { () -> (@Sendable () -> Void)? in
-                let block = lockedExtras?.completionBlock
-                lockedExtras?.completionBlock = nil
+                guard let extras = lockedExtras else { return nil }
+                let block = extras.completionBlock
+                extras.completionBlock = nil
                 return block
             }
             block?()
@@ -433,17 +469,4 @@ extension Operation: CustomStringConvertible {
         if !words.isEmpty { text += " (\(words.joined(separator: ", ")))" }
         return text
     }
-}
-
-/// The state of an operation that few operations use: allocated on first use, guarded by the
-/// operation's stripe of `StripedLock.shared`. Keeping it out of line keeps a queued
-/// BlockOperation small.
-final class OperationExtras {
-    var dependencies: [Operation] = []
-    var completionBlock: (@Sendable () -> Void)?
-    var name: String?
-    var threadPriority: Double = 0.5
-    var observers: [Operation.ObservationKey: [Int: @Sendable (Operation) -> Void]] = [:]
-    /// A BlockOperation's blocks after its first.
-    var moreBlocks: [@Sendable () -> Void] = []
 }

@@ -1,0 +1,20 @@
+// OperationExtras.swift — the state few operations use (dependency lists, completion blocks,
+// names, thread priorities, observers, a BlockOperation's further blocks), made on first use.
+// An operation with extras points its state word at them instead of at its core task, so a
+// plain operation carries no pointer for them (see OperationStateBits.swift).
+
+/// The state of an operation that few operations use: created on first use, guarded by the
+/// operation's stripe of `StripedLock.shared`, and freed by the operation's deinit.
+final class OperationExtras {
+    /// The operation's core task: the state word points here once the extras exist.
+    let task: OpaquePointer
+    var dependencies: [Operation] = []
+    var completionBlock: (@Sendable () -> Void)?
+    var name: String?
+    var threadPriority: Double = 0.5
+    var observers: [Operation.ObservationKey: [Int: @Sendable (Operation) -> Void]] = [:]
+    /// A BlockOperation's blocks after its first.
+    var moreBlocks: [@Sendable () -> Void] = []
+
+    init(task: OpaquePointer) { self.task = task }
+}
