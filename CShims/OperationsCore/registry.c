@@ -193,16 +193,18 @@ bool op_registry_compaction_due(op_queue_t *queue, uint64_t finished) {
 static op_task_t **op_registry_snapshot_locked(op_queue_t *queue, size_t *count,
                                                op_task_t **removed) {
     *removed = op_registry_compact_locked(queue);
+    /* One head for both walks. Submitters keep pushing meanwhile, and only ever replace the
+     * head, so the chain below this one is stable while we hold the lock; what they push after
+     * it is newer than the snapshot (for a barrier: registered after it was published, so
+     * behind it). Walking from a fresh head the second time would count the newest n tasks
+     * and leave out the oldest ones pushed before the first walk. */
+    op_task_t *top = atomic_load_explicit(&queue->registry_head, memory_order_acquire);
     size_t n = 0;
-    for (op_task_t *t = atomic_load_explicit(&queue->registry_head, memory_order_acquire); t;
-         t = t->registry_next) {
-        n++;
-    }
+    for (op_task_t *t = top; t; t = t->registry_next) n++;
     op_task_t **tasks = n ? malloc(n * sizeof *tasks) : NULL;
     if (n && !tasks) op_fatal("operations: out of memory listing a queue");
     size_t i = n;
-    for (op_task_t *t = atomic_load_explicit(&queue->registry_head, memory_order_acquire);
-         t && i > 0; t = t->registry_next) {
+    for (op_task_t *t = top; t && i > 0; t = t->registry_next) {
         tasks[--i] = t; /* the stack is newest first */
     }
     *count = n;

@@ -6,25 +6,15 @@ import Glibc
 /// A fixed table of pthread mutexes; an object uses the one its identity hashes to.
 /// Critical sections are short and never call out to user code.
 final class StripedLock: @unchecked Sendable {
-    static let shared = StripedLock()
-
-    /// How many stripes there are (a power of two).
-    static let stripeCount = 64
+    static let shared = StripedLock(stripes: 64)
 
     private let mutexes: UnsafeMutablePointer<pthread_mutex_t>
+    private let mask: Int
 
-    /// The stripe of the object at `pointer`: its address, without Hasher (SipHash is far too
-    /// slow for this). Heap objects are 16-byte aligned, so the low bits carry nothing; mix a
-    /// few higher ones in.
-    @inline(__always)
-    static func stripe(forAddress pointer: UnsafeMutableRawPointer) -> Int {
-        let address = UInt(bitPattern: pointer)
-        return Int(truncatingIfNeeded: (address >> 4) ^ (address >> 10)) & (stripeCount - 1)
-    }
-
-    private init() {
-        mutexes = .allocate(capacity: Self.stripeCount)
-        for index in 0..<Self.stripeCount { pthread_mutex_init(mutexes + index, nil) }
+    private init(stripes: Int) {
+        mutexes = .allocate(capacity: stripes)
+        for index in 0..<stripes { pthread_mutex_init(mutexes + index, nil) }
+        mask = stripes - 1
     }
 
     /// Runs `body` holding the stripe of `object`. `body` must not take another stripe.
@@ -37,7 +27,11 @@ final class StripedLock: @unchecked Sendable {
     /// not pass `self` on as a reference).
     @inline(__always)
     func withLock<T>(forAddress pointer: UnsafeMutableRawPointer, _ body: () throws -> T) rethrows -> T {
-        let mutex = mutexes + Self.stripe(forAddress: pointer)
+        // The object's address, without Hasher (SipHash is far too slow for this): heap objects
+        // are 16-byte aligned, so the low bits carry nothing; mix a few higher ones in.
+        let address = UInt(bitPattern: pointer)
+        let index = Int(truncatingIfNeeded: (address >> 4) ^ (address >> 10))
+        let mutex = mutexes + (index & mask)
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()

@@ -135,6 +135,55 @@ struct RegistryTests {
         #expect(listedIndices(queue).isEmpty)
     }
 
+    /// A listing taken while another thread keeps adding tasks holds every task added before
+    /// it, oldest first: what is added meanwhile may or may not be in it, but never pushes the
+    /// oldest out. (The snapshot used to walk the registry twice from its head, count first and
+    /// then fill; tasks pushed between the two walks made it fill the newest n and drop the
+    /// oldest, so a barrier could miss the barrier before it.)
+    @Test func aListingTakenWhileTasksAreAddedKeepsTheOldestOnes() throws {
+        let probe = RegistryProbe()
+        let queue = try makeTrackedQueue("listing-while-adding")
+        defer { op_queue_release(queue) }
+        op_queue_set_suspended(queue, true)
+        let first = 100
+        for index in 0..<first { try submitTracked(queue, RegistryItem(probe, .plain, index)) }
+        let added = scaled(20_000, tsan: 5_000)
+        let adding = Atomic<Bool>(true)
+        let listings = Atomic<Int>(0)
+        let broken = Atomic<Int>(0)
+        let brokenStart = Atomic<Int>(-1)
+        let brokenCount = Atomic<Int>(-1)
+        let shared = SendablePointer(queue)
+        let finished = runThreads(2) { thread in
+            if thread == 0 {
+                for index in first..<(first + added) {
+                    try? submitTracked(shared.raw, RegistryItem(probe, .plain, index))
+                }
+                adding.store(false, ordering: .releasing)
+                return
+            }
+            // One submitting thread: a correct listing is tasks 0, 1, 2, … up to wherever the
+            // adder had got to.
+            while adding.load(ordering: .acquiring) {
+                let listing = listedIndices(shared.raw)
+                listings.add(1, ordering: .relaxed)
+                if listing.count < first || listing != Array(0..<listing.count) {
+                    if broken.add(1, ordering: .relaxed).newValue == 1 {
+                        brokenStart.store(listing.first ?? -1, ordering: .relaxed)
+                        brokenCount.store(listing.count, ordering: .relaxed)
+                    }
+                }
+            }
+        }
+        try #require(finished, "adding and listing did not finish within \(Limits.waitSeconds) s")
+        #expect(broken.load(ordering: .relaxed) == 0,
+                "\(broken.load(ordering: .relaxed)) of \(listings.load(ordering: .relaxed)) listings left out the oldest tasks; the first began at task \(brokenStart.load(ordering: .relaxed)) with \(brokenCount.load(ordering: .relaxed)) tasks")
+        #expect(listedIndices(queue) == Array(0..<(first + added)))
+        op_queue_set_suspended(queue, false)
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0, "the queue did not drain")
+        #expect(probe.released.load(ordering: .relaxed) == first + added)
+    }
+
     @Test func cancelAllRetiresEveryWaitingTaskWithoutRunningIt() throws {
         let probe = RegistryProbe()
         let queue = try makeTrackedQueue("cancel-all", width: 1)
