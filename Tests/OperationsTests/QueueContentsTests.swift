@@ -53,6 +53,34 @@ struct QueueContentsTests {
         #expect(operations.allSatisfy { $0.isFinished })
     }
 
+    /// cancelAllOperations cancels every operation added before it, also while another thread
+    /// keeps adding: added operations used to push the oldest ones out of the queue's snapshot,
+    /// and those then ran instead of ending cancelled.
+    @Test func Q5_cancelAllOperationsWhileAnotherThreadAddsCancelsEveryEarlierOperation() {
+        for trial in 0..<5 {
+            let queue = OperationQueue()
+            queue.isSuspended = true
+            let earlier = (0..<100).map { _ in BlockOperation {} }
+            queue.addOperations(earlier, waitUntilFinished: false)
+            let addedSoFar = Counter()
+            let adding = onNewThread {
+                for _ in 0..<20_000 {
+                    queue.addOperation {}
+                    addedSoFar.increment()
+                }
+            }
+            // One call, made while the other thread is well into adding (a long queue makes
+            // the snapshot slow, so additions land during it).
+            while addedSoFar.current < 5_000 && !adding.isOpen {}
+            queue.cancelAllOperations()
+            guard waitFor(adding, "the adding thread") else { return }
+            let missed = earlier.filter { !$0.isCancelled }.count
+            #expect(missed == 0, "trial \(trial): cancelAllOperations missed \(missed) of the 100 operations added before it")
+            queue.isSuspended = false
+            guard waitUntilAllOperationsAreFinished(queue) else { return }
+        }
+    }
+
     @Test func Q9_aBarrierRunsAfterEverythingBeforeItAndBeforeEverythingAfterIt() {
         let queue = OperationQueue()
         let log = Recorder<String>()
