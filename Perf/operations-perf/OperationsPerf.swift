@@ -19,14 +19,14 @@ struct OperationsPerf: ParsableCommand {
             fails the run); a watchdog turns a hang into an error naming the workload.
             Build with -c release.
 
-            Workloads (the default suite is W1-W10):
+            Workloads (the default suite is W1-W11):
             \(WorkloadCatalog.helpText)
             """)
 
     @Flag(help: "A short run (under 20 s): smaller sizes, 3 rounds.")
     var quick = false
 
-    @Option(help: "Interleaved rounds of W1-W6, W8, W10 (default 5; --quick 3).")
+    @Option(help: "Interleaved rounds of W1-W6, W8, W10, W11 (default 5; --quick 3).")
     var rounds: Int?
     @Option(help: "Interleaved rounds of W7 (default 3; --quick 2).")
     var latencyRounds: Int?
@@ -35,7 +35,7 @@ struct OperationsPerf: ParsableCommand {
     @Option(help: "Minimum ms per throughput sample; faster runs repeat back to back (default 100; --quick 20).")
     var minSampleMs: Double?
 
-    @Option(help: "W1-W3, W10: operations per run (default 100000).")
+    @Option(help: "W1-W3, W10, W11: operations per run (default 100000).")
     var operations: Int?
     @Option(help: "W4: chain length (default 5000).")
     var chain: Int?
@@ -62,7 +62,7 @@ struct OperationsPerf: ParsableCommand {
     var sweep = false
     @Flag(help: "Also run the thread-priority experiment (CPU share per nice value).")
     var niceShare = false
-    @Option(help: "Run only these workloads (comma-separated: W1 ... W10, sweep, nice-share).")
+    @Option(help: "Run only these workloads (comma-separated: W1 ... W11, sweep, nice-share).")
     var only: String?
     @Option(help: "Run only these contenders (comma-separated: operations, core, foundation, dispatch).")
     var contenders: String?

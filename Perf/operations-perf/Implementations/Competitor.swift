@@ -15,6 +15,9 @@ protocol Competitor: Sendable {
     /// W10: `n` items, each created, run by hand on the calling thread and released; nil when
     /// the competitor has no operation object.
     func runByHand(_ n: Int, counter: Counter) throws -> UInt64?
+    /// W11: `n` operation objects, each made on the calling thread and released, never run, on
+    /// one other thread (`HandOffRing`); nil when the competitor has no operation object.
+    func runHandOff(_ n: Int, counter: Counter) throws -> UInt64?
     /// W4–W6: every item of `graph` after its predecessors, then a wait for all.
     func runGraph(_ graph: TaskGraph, counter: Counter) throws -> UInt64
     /// W7, W9: queues laid out as `layout`, for submitting probe and load bodies one by one.

@@ -46,6 +46,14 @@ struct CoreCompetitor: Competitor {
         return Clock.nanoseconds() - start
     }
 
+    /// Each task created with op_task_create on the calling thread and dropped with
+    /// op_task_release on the consumer.
+    func runHandOff(_ n: Int, counter: Counter) throws -> UInt64? {
+        try HandOffRing.run(n, counter: counter, make: {
+            UnsafeMutableRawPointer(op_task_create(baseline_count_one, counter.pointer, nil)!)
+        }, release: { op_task_release(OpaquePointer($0)) })
+    }
+
     /// All tasks created and linked, then submitted in order (handles released after submit),
     /// then a queue wait.
     func runGraph(_ graph: TaskGraph, counter: Counter) throws -> UInt64 {

@@ -19,6 +19,9 @@ struct DispatchCompetitor: Competitor {
     /// dispatch has no operation object: nil (W10 shows no dispatch column).
     func runByHand(_ n: Int, counter: Counter) throws -> UInt64? { nil }
 
+    /// dispatch has no operation object: nil (W11 shows no dispatch column).
+    func runHandOff(_ n: Int, counter: Counter) throws -> UInt64? { nil }
+
     func runGraph(_ graph: TaskGraph, counter: Counter) throws -> UInt64 {
         graph.successorStart.withUnsafeBufferPointer { start in
             graph.successors.withUnsafeBufferPointer { successors in

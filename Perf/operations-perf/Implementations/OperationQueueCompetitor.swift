@@ -101,6 +101,16 @@ struct OperationQueueCompetitor<API: OperationQueueAPI>: Competitor {
         return Clock.nanoseconds() - start
     }
 
+    /// Each `BlockOperation(block:)` made on the calling thread, exactly as W1 makes it, and
+    /// released on the consumer without running: its block never runs (the consumer counts).
+    @_specialize(where API == OperationsAPI)
+    @_specialize(where API == FoundationAPI)
+    func runHandOff(_ n: Int, counter: Counter) throws -> UInt64? {
+        try HandOffRing.run(n, counter: counter, make: {
+            Unmanaged.passRetained(API.makeOperation { counter.countOne() }).toOpaque()
+        }, release: { Unmanaged<API.Queue.Op>.fromOpaque($0).release() })
+    }
+
     @_specialize(where API == OperationsAPI)
     @_specialize(where API == FoundationAPI)
     func runGraph(_ graph: TaskGraph, counter: Counter) throws -> UInt64 {

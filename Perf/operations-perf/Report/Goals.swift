@@ -17,6 +17,14 @@ enum Goals {
                 let speedup = result.speedup(name)
                 add("\(id) \(name) >= \(Table.fixed(minimum, 1))x dispatch", speedup, Table.ratio(speedup), speedup >= minimum)
             }
+            // Not a goal of its own: whether W1's goal is within reach at all. W11's time is a
+            // floor under W1's, so 2x dispatch needs it below half of dispatch's W1 time.
+            if let w1 = report.throughput.first(where: { $0.id == "W1" }),
+               let w11 = report.throughput.first(where: { $0.id == "W11" }) {
+                let budget = w1.median("dispatch") / 2, floor = w11.median(name)
+                add("W11 hand-off floor \(name) <= half of dispatch's W1 time", floor / budget,
+                    "\(Table.format(floor)) ns vs \(Table.format(budget)) ns/op", floor <= budget)
+            }
             if let result = report.throughput.first(where: { $0.id == "W6" }) {
                 let time = 1 / result.speedup(name)
                 add("W6 \(name) time <= 0.7x dispatch's", time, Table.ratio(time), time <= 0.7)

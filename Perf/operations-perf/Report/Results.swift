@@ -17,7 +17,7 @@ struct SuiteReport: Codable {
     var wallSeconds = 0.0
 }
 
-/// One throughput workload (W1–W6, W10, or one size of the sweep) on every competitor.
+/// One throughput workload (W1–W6, W10, W11, or one size of the sweep) on every competitor.
 struct ThroughputResult: Codable {
     var id: String
     var name: String

@@ -1,7 +1,7 @@
 // Workload.swift — what a throughput workload is, the sizes of every workload, and the
 // catalogue that `--help` prints (each entry's text lives in its workload's file).
 
-/// A workload timed as wall-clock ns over its items (W1–W6, W10 and the sweep's points).
+/// A workload timed as wall-clock ns over its items (W1–W6, W10, W11 and the sweep's points).
 struct ThroughputWorkload: Sendable {
     /// "W1" … "W6".
     let id: String
@@ -17,7 +17,7 @@ struct ThroughputWorkload: Sendable {
 
 /// The size of every workload. Defaults make Foundation take about 0.2–2 s per run.
 struct Sizes: Codable, Sendable {
-    /// W1–W3, W10: operations per run.
+    /// W1–W3, W10, W11: operations per run.
     var operations = 100_000
     /// W4: chain length (Foundation's cost per op grows with it).
     var chain = 5_000
@@ -60,12 +60,13 @@ enum WorkloadCatalog {
         (W8Memory.id, W8Memory.help),
         (W9Priority.id, W9Priority.help),
         (W10ByHand.id, W10ByHand.help),
+        (W11HandOff.id, W11HandOff.help),
         (ScalingSweep.id, ScalingSweep.help),
         (NiceShare.id, NiceShare.help),
     ]
 
     /// The ids the default suite runs.
-    static let defaultSuite = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10"]
+    static let defaultSuite = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11"]
 
     /// The catalogue as `--help` prints it: each entry re-wrapped to 78 columns under its id.
     static var helpText: String {
@@ -84,7 +85,7 @@ enum WorkloadCatalog {
         }.joined(separator: "\n")
     }
 
-    /// The throughput workloads (W1–W6, W10) at `sizes`.
+    /// The throughput workloads (W1–W6, W10, W11) at `sizes`.
     static func throughput(_ sizes: Sizes) -> [ThroughputWorkload] {
         [
             W1Independent.workload(sizes.operations),
@@ -94,6 +95,7 @@ enum WorkloadCatalog {
             W5Wavefront.workload(sizes.grid),
             W6FanOutFanIn.workload(width: sizes.fanOutWidth, rounds: sizes.fanOutRounds),
             W10ByHand.workload(sizes.operations),
+            W11HandOff.workload(sizes.operations),
         ]
     }
 }

@@ -1,4 +1,4 @@
-// ThroughputChart.swift — throughput.svg: W1–W6 and W10 as horizontal bars of ns per op (log scale),
+// ThroughputChart.swift — throughput.svg: W1–W6, W10 and W11 as horizontal bars of ns per op (log scale),
 // one panel per workload, each bar labelled with its speed-up over dispatch.
 
 /// The throughput bars.
