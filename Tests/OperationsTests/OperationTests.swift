@@ -340,7 +340,8 @@ final class GatedOperation: Operations.Operation, @unchecked Sendable {
     @Test func O2_stateFlagsAreConsistentWhenReadFromManyThreadsWhileTheOperationRuns() {
         let release = Latch()
         let started = Latch()
-        let operation = Operations.BlockOperation {
+        // A var only so that the test can free it on its own thread at the end (see below).
+        var operation = Operations.BlockOperation {
             started.open()
             release.wait()
         }
@@ -348,7 +349,7 @@ final class GatedOperation: Operations.Operation, @unchecked Sendable {
         let stop = Latch()
         var readers: [Latch] = []
         for index in 0..<3 {
-            readers.append(onNewThread {
+            readers.append(onNewThread { [operation] in
                 var sawFinished = false
                 while !stop.isOpen {
                     // (Whether isExecuting can read true after isFinished did is the known issue
@@ -374,6 +375,9 @@ final class GatedOperation: Operations.Operation, @unchecked Sendable {
         stop.open()
         for reader in readers { waitFor(reader, "a reader thread to stop") }
         #expect(violations.snapshot.isEmpty, "\(violations.snapshot)")
+        // The readers' reads go right up to the end: free the operation here, after their
+        // latches, not on the worker that drops the queue's reference (waitUntilOnlyReferencedHere).
+        waitUntilOnlyReferencedHere(&operation, "the operation the readers read")
     }
 
     // Regression: finishing switches executing off and finished on in one atomic step, so no
