@@ -340,8 +340,7 @@ final class GatedOperation: Operations.Operation, @unchecked Sendable {
     @Test func O2_stateFlagsAreConsistentWhenReadFromManyThreadsWhileTheOperationRuns() {
         let release = Latch()
         let started = Latch()
-        // A var only so that the test can free it on its own thread at the end (see below).
-        var operation = Operations.BlockOperation {
+        let operation = Operations.BlockOperation {
             started.open()
             release.wait()
         }
@@ -349,7 +348,7 @@ final class GatedOperation: Operations.Operation, @unchecked Sendable {
         let stop = Latch()
         var readers: [Latch] = []
         for index in 0..<3 {
-            readers.append(onNewThread { [operation] in
+            readers.append(onNewThread {
                 var sawFinished = false
                 while !stop.isOpen {
                     // (Whether isExecuting can read true after isFinished did is the known issue
@@ -375,9 +374,11 @@ final class GatedOperation: Operations.Operation, @unchecked Sendable {
         stop.open()
         for reader in readers { waitFor(reader, "a reader thread to stop") }
         #expect(violations.snapshot.isEmpty, "\(violations.snapshot)")
-        // The readers' reads go right up to the end: free the operation here, after their
-        // latches, not on the worker that drops the queue's reference (waitUntilOnlyReferencedHere).
-        waitUntilOnlyReferencedHere(&operation, "the operation the readers read")
+        // The readers read the operation up to the end, so it must be freed on this thread, after
+        // their latches: TSan does not see Swift's reference counts, and a worker dropping the
+        // queue's last reference would free it with no edge from their reads (a false race on
+        // the task memory's reuse). A queue wait returns only once the queue released what it held.
+        waitUntilAllOperationsAreFinished(queue)
     }
 
     // Regression: finishing switches executing off and finished on in one atomic step, so no

@@ -21,7 +21,7 @@ import Testing
         guard waitFor(holderStarted, "the serial queue's holder to start") else { gate.open(); return }
         let veryHighRan = Counter()
         for _ in 0..<50 {
-            let operation = BlockOperation { _ = veryHighRan.increment() }
+            let operation = BlockOperation { veryHighRan.increment() }
             operation.queuePriority = .veryHigh
             serial.addOperation(operation)
         }

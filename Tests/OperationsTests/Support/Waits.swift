@@ -37,28 +37,3 @@ func signallingOperation(_ latch: Latch, name: String? = nil) -> BlockOperation 
     operation.name = name
     return operation
 }
-
-/// Waits (bounded) until the caller's `object` is the only reference left, so that the object is
-/// freed on the calling thread when the caller drops it. Returns false (and records an issue) on
-/// timeout.
-///
-/// For tests whose own threads read an operation a queue ran: ThreadSanitizer does not see
-/// Swift's reference counting, so when a queue's worker drops the last reference (the registry's,
-/// released when the queue compacts), the operation and its core task are freed there with no
-/// edge TSan can see from those reader threads, and it reports their reads as racing with the
-/// task memory's reuse. Freed here, after the readers' latches, the order is one TSan sees.
-@discardableResult
-func waitUntilOnlyReferencedHere<Object: AnyObject>(_ object: inout Object, _ what: String,
-                                                    seconds: Double = Limits.waitSeconds,
-                                                    sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while !isKnownUniquelyReferenced(&object) {
-        if ContinuousClock.now > deadline {
-            Issue.record("timed out after \(seconds) s waiting for every other reference to \(what) to be dropped",
-                         sourceLocation: sourceLocation)
-            return false
-        }
-        quietPeriod(0.001)  // no event says "the queue dropped its reference"; polled, bounded
-    }
-    return true
-}
