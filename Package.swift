@@ -54,6 +54,20 @@ let package = Package(
             dependencies: ["OperationsCore", "OperationsTestSupport"],
             path: "Tests/OperationsCoreTests"
         ),
+        // The behaviour tests, twice: over Operations, and over Foundation's OperationQueue
+        // (BehaviourTestsOnFoundation/Shared links to the same files), so each behaviour is
+        // checked differentially; see Tests/BehaviourTests/Support/UnderTest.swift.
+        .testTarget(
+            name: "OperationsBehaviourTests",
+            dependencies: ["Operations", "OperationsTestSupport"],
+            path: "Tests/BehaviourTests"
+        ),
+        .testTarget(
+            name: "FoundationBehaviourTests",
+            dependencies: ["OperationsTestSupport"],
+            path: "Tests/BehaviourTestsOnFoundation",
+            swiftSettings: [.define("BEHAVIOUR_ON_FOUNDATION")]
+        ),
         .testTarget(
             name: "OperationsTests",
             dependencies: ["Operations", "OperationsCore", "OperationsTestSupport"],

@@ -353,9 +353,19 @@ static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
     }
     /* acq_rel: closing the list makes later add_dependency calls see CLOSED (release), and we
      * must see every edge pushed before (acquire). */
-    op_edge *edge = atomic_exchange_explicit(&task->dependents, OP_EDGES_CLOSED,
-                                             memory_order_acq_rel);
-    while (edge && edge != OP_EDGES_CLOSED) {
+    op_edge *pushed = atomic_exchange_explicit(&task->dependents, OP_EDGES_CLOSED,
+                                               memory_order_acq_rel);
+    /* The list is a stack, newest first: reverse it, so dependents become ready in the order
+     * they were added (a serial queue then starts what followed a barrier in the order it was
+     * added, Q9). The list is ours alone now: plain writes. */
+    op_edge *edge = NULL;
+    while (pushed && pushed != OP_EDGES_CLOSED) {
+        op_edge *next = pushed->next_in_dependency;
+        pushed->next_in_dependency = edge;
+        edge = pushed;
+        pushed = next;
+    }
+    while (edge) {
         op_edge *next = edge->next_in_dependency;
         op_task_t *dependent = edge->dependent;
         uint32_t expected = OP_EDGE_ACTIVE;

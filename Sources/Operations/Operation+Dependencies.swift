@@ -1,13 +1,17 @@
 // Operation+Dependencies.swift — dependencies between operations, on any queue or none. The
 // graph itself lives in the core (an O(1) edge per dependency); the list kept here is what
 // `dependencies` reports, in the order they were added.
+import Glibc
 import OperationsCore
 
 extension Operation {
-    /// Makes the receiver wait until `operation` finished (or was cancelled and retired).
-    /// Add dependencies before adding the receiver to a queue: one added to an operation that
-    /// is already ready may not hold it back.
-    public func addDependency(_ operation: Operation) {
+    /// `addDependency(_:)`: records `operation` in the list `dependencies` reports, makes the
+    /// core task wait for it, and registers the receiver with it for the readiness
+    /// announcement (O12, D1). A dependency added to an operation that the core already holds
+    /// ready (it sits in its queue, suspended or waiting for a slot) but that has not started
+    /// holds it back all the same (D3): the core cannot take it any more, so the receiver keeps
+    /// it itself (`State.lateDependencies`) and its `isReady` reads false until it finished.
+    func addDependencyToCore(_ operation: Operation) {
         if operation === self {
             operationMisuse("addDependency(_:) called on \(self) with itself; an operation cannot wait for itself")
         }
@@ -19,12 +23,27 @@ extension Operation {
         }
         guard added else { return }
         willChangeValue(forKey: "dependencies")
-        _ = op_task_add_dependency(task, operation.task) // EALREADY: already ready (D3)
+        var lateAndUnfinished = false
+        if !op_task_is_finished(operation.task) {
+            let rc = op_task_add_dependency(task, operation.task)
+            if rc == EALREADY && state.load(ordering: .acquiring) & (State.started | State.finished) == 0 {
+                // Ready in the core but not started: the Swift layer holds it (D3).
+                state.bitwiseOr(State.lateDependencies, ordering: .acquiringAndReleasing)
+                lateAndUnfinished = true
+            }
+            operation.registerDependent(self)
+        }
         didChangeValue(forKey: "dependencies")
+        if lateAndUnfinished {
+            // Its readiness changed from true to false.
+            willChangeValue(forKey: "isReady")
+            didChangeValue(forKey: "isReady")
+        }
     }
 
-    /// Removes a dependency; if it had not finished, the receiver may become ready at once.
-    public func removeDependency(_ operation: Operation) {
+    /// `removeDependency(_:)`: if the dependency had not finished, the receiver may become
+    /// ready at once; an "isReady" change is posted either way, as Foundation does.
+    func removeDependencyFromCore(_ operation: Operation) {
         willChangeValue(forKey: "dependencies")
         let removed = readExtras(false) { extras -> Bool in
             guard let index = extras.dependencies.firstIndex(where: { $0 === operation }) else { return false }
@@ -33,13 +52,70 @@ extension Operation {
         }
         if removed { _ = op_task_remove_dependency(task, operation.task) }
         didChangeValue(forKey: "dependencies")
-        if removed { didChangeValue(forKey: "isReady") }
+        if removed {
+            willChangeValue(forKey: "isReady")
+            didChangeValue(forKey: "isReady")
+        }
     }
 
-    /// The operations the receiver depends on, in the order they were added.
-    public var dependencies: [Operation] {
-        readExtras([]) { $0.dependencies }
+    /// Whether every dependency that the core could not record (added late, D3) finished.
+    var lateDependenciesFinished: Bool {
+        readExtras(true) { extras in extras.dependencies.allSatisfy { op_task_is_finished($0.task) } }
     }
+
+    /// Whether the receiver's last dependency finished (cancellation aside): the core's count
+    /// is zero and so are the late ones.
+    var dependenciesFinished: Bool {
+        if op_task_unfinished_dependencies(task) != 0 { return false }
+        if state.load(ordering: .acquiring) & State.lateDependencies == 0 { return true }
+        return lateDependenciesFinished
+    }
+
+    /// Registers `dependent` to be announced when the receiver finishes. If the receiver is
+    /// finishing or finished already (`dependentsClosed`), it will announce nobody: the
+    /// dependent re-checks its own readiness once the receiver's core task finished.
+    func registerDependent(_ dependent: Operation) {
+        withExtras { $0.dependents.append(WeakOperation(dependent)) }
+        // Ordered with the finisher's closing or-/compare-exchange on the same word: if it came
+        // first we see its mark, else it sees our bit (and our entry, written under the lock).
+        let old = state.bitwiseOr(State.hasDependents, ordering: .acquiringAndReleasing).oldValue
+        guard old & State.dependentsClosed != 0 else { return }
+        // The queue's fast path marks before its core task finishes, with no user code in
+        // between: this wait is short, and returns at once after the general finish.
+        op_task_retain(task)
+        _ = op_task_wait(task, Int64(OP_WAIT_FOREVER))
+        op_task_release(task)
+        dependent.dependencyFinished()
+    }
+
+    /// The finished receiver's announcement to the operations that registered with it.
+    func announceReadinessOfDependents() {
+        let dependents = withExtras { extras -> [WeakOperation] in
+            let list = extras.dependents
+            extras.dependents = []
+            return list
+        }
+        for entry in dependents {
+            entry.operation?.dependencyFinished()
+        }
+    }
+
+    /// One of the receiver's dependencies finished: when it was the last, re-read `isReady`
+    /// through the getter (an override runs) and post an "isReady" change, also for an
+    /// operation in no queue (O12).
+    func dependencyFinished() {
+        if state.load(ordering: .acquiring) & (State.started | State.finished) != 0 { return }
+        guard dependenciesFinished else { return }
+        willChangeValue(forKey: "isReady")
+        didChangeValue(forKey: "isReady")
+    }
+}
+
+/// A dependent as its dependency keeps it: weakly, so an operation that waits for one that
+/// never finishes can still be freed.
+struct WeakOperation {
+    weak var operation: Operation?
+    init(_ operation: Operation) { self.operation = operation }
 }
 
 extension Operation {

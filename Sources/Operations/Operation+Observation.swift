@@ -39,7 +39,10 @@ extension Operation {
         case "isFinished":
             if state.load(ordering: .acquiring) & State.completed == 0 && isFinished { completeOnce() }
         case "isReady":
-            if state.load(ordering: .acquiring) & State.readinessHeld != 0 && (isCancelled || isReady) { releaseReadinessHold() }
+            // Re-read through the getter (a subclass's override runs, also for an operation in
+            // no queue), then let a queue that holds the operation back for it go on (O12).
+            let ready = isCancelled || isReady
+            if ready && state.load(ordering: .acquiring) & State.readinessHeld != 0 { releaseReadinessHold() }
         default:
             break
         }

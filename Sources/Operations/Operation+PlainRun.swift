@@ -9,7 +9,7 @@ extension Operation {
     /// change how it runs.
     private static let plainRunBlockers: UInt32 = State.cancelled | State.started |
         State.hasObservers | State.readinessHeld | State.hasThreadPriority | State.severalBlocks |
-        State.hasCompletion
+        State.hasCompletion | State.lateDependencies
 
     /// Runs the operation on a worker if it is a plain `BlockOperation` with one block, no
     /// observers, no completion block, no thread priority and no underlying queue; false
@@ -18,8 +18,10 @@ extension Operation {
     /// Why skipping is invisible: BlockOperation overrides neither start() nor the KVO calls;
     /// Operation's willChangeValue does nothing and its didChangeValue only calls observers
     /// and reacts to "isFinished" (done here directly); a task the core runs has no
-    /// unfinished dependency, so `isReady` holds. Observers or a completion block that appear
-    /// while the block runs send the finish down the general path (`markFinished`).
+    /// unfinished dependency, so `isReady` holds (a dependency the core could not record,
+    /// `lateDependencies`, sends it down the general path). Observers, a completion block or
+    /// dependents that appear while the block runs send the finish down the general path
+    /// (`markFinished`), which announces readiness to the dependents.
     ///
     /// Touches `self` no more once the core task completed: the caller holds no reference.
     func runPlainFromQueue() -> Bool {
@@ -43,7 +45,7 @@ extension Operation {
         // together; observers or a completion block added meanwhile take the general finish.
         current = state.load(ordering: .relaxed)
         while true {
-            if current & (State.hasObservers | State.hasCompletion) != 0 {
+            if current & (State.hasObservers | State.hasCompletion | State.hasDependents) != 0 {
                 // markFinished reads the state again after the core task completed, when the
                 // queue's reference may already be gone: hold one of our own across it.
                 let held = Unmanaged.passUnretained(self).retain()
@@ -51,7 +53,9 @@ extension Operation {
                 held.release()
                 return true
             }
-            let desired = (current | State.finished | State.completed) & ~State.executing
+            // dependentsClosed: a dependent registering after this sees it and waits for the
+            // core task's finish just below (no user code runs in between).
+            let desired = (current | State.finished | State.completed | State.dependentsClosed) & ~State.executing
             let (exchanged, original) = state.compareExchange(
                 expected: current, desired: desired, ordering: .acquiringAndReleasing)
             if exchanged { break }

@@ -55,6 +55,9 @@ open class Operation: @unchecked Sendable {
         static let readinessHeld: UInt32 = 1 << 9 // a hold is taken on the core task (custom isReady said no)
         static let hasThreadPriority: UInt32 = 1 << 10 // threadPriority was set (it is in extras)
         static let severalBlocks: UInt32 = 1 << 11     // a BlockOperation has blocks in extras
+        static let hasDependents: UInt32 = 1 << 12     // operations wait for it (extras.dependents)
+        static let lateDependencies: UInt32 = 1 << 13  // a dependency the core could not hold (D3)
+        static let dependentsClosed: UInt32 = 1 << 14  // finished: announces no dependent added now
     }
 
     /// The operation's only stored property: the `State` bits in the top 16 bits, and the
@@ -166,8 +169,13 @@ open class Operation: @unchecked Sendable {
     open var isAsynchronous: Bool { false }
     /// The old name of `isAsynchronous`.
     open var isConcurrent: Bool { isAsynchronous }
-    /// Whether it may start now: every dependency finished (or it is cancelled).
-    open var isReady: Bool { op_task_is_ready(task) }
+    /// Whether it may start now: every dependency finished (or it is cancelled). When the last
+    /// dependency finishes, the operation re-reads this property (an override runs) and posts
+    /// an "isReady" change to its observers.
+    open var isReady: Bool {
+        if state.load(ordering: .acquiring) & State.lateDependencies == 0 { return op_task_is_ready(task) }
+        return isCancelled || (op_task_is_ready(task) && lateDependenciesFinished)
+    }
 
     /// Free text for diagnostics (nil by default).
     open var name: String? {
@@ -271,10 +279,14 @@ open class Operation: @unchecked Sendable {
     open func main() {}
 
     /// Sets the cancelled flag (idempotent). An operation that has not started becomes ready
-    /// so its queue can retire it; it then counts as finished for its dependents.
+    /// at once, even while a dependency still executes, so its queue can retire it; it then
+    /// counts as finished for its dependents. On an operation that already finished it has no
+    /// effect: `isCancelled` stays false (O8).
     open func cancel() {
         let old = state.load(ordering: .acquiring)
         if old & State.cancelled != 0 { return }
+        // The getter, as Foundation: a subclass that keeps its own finished flag is asked.
+        if isFinished { return }
         willChangeValue(forKey: "isCancelled")
         let previous = state.bitwiseOr(State.cancelled, ordering: .acquiringAndReleasing).oldValue
         if previous & State.cancelled == 0 {
@@ -303,6 +315,22 @@ open class Operation: @unchecked Sendable {
         }
     }
 
+    // MARK: - Dependencies (the work is in Operation+Dependencies.swift)
+
+    /// Makes the receiver wait until `operation` finished (or was cancelled and retired), on
+    /// any queue or none. Configure dependencies before adding the receiver to a queue (Apple's
+    /// advice); one added to an operation that sits in a queue but has not started still holds
+    /// it back; once it started, a new dependency has no effect. Adding the same dependency
+    /// twice counts once. When the last dependency finishes, the receiver re-reads `isReady`
+    /// and posts an "isReady" change.
+    open func addDependency(_ operation: Operation) { addDependencyToCore(operation) }
+
+    /// Removes a dependency; if it had not finished, the receiver may become ready at once.
+    open func removeDependency(_ operation: Operation) { removeDependencyFromCore(operation) }
+
+    /// The operations the receiver depends on, in the order they were added.
+    open var dependencies: [Operation] { readExtras([]) { $0.dependencies } }
+
     // MARK: - KVO compatibility (the work is in Operation+Observation.swift)
 
     /// Announces that the value for `key` is about to change. Nothing happens before a change;
@@ -314,6 +342,10 @@ open class Operation: @unchecked Sendable {
     /// "isReady" the queue re-reads `isReady`. Observers of the key are called. Unknown keys
     /// are harmless. Any thread may call it, also while holding its own lock.
     open func didChangeValue(forKey key: String) { announceChange(forKey: key) }
+
+    /// Type, name and state, e.g. `BlockOperation "fetch" (executing)`; misuse messages name
+    /// operations with it. Subclasses may override it, as NSObject's.
+    open var description: String { defaultDescription }
 
     // MARK: - Internals
 
@@ -344,13 +376,16 @@ open class Operation: @unchecked Sendable {
         }
         if wasExecuting { didChangeValue(forKey: "isExecuting") }
         didChangeValue(forKey: "isFinished")
-        completeOnce()
+        // Finished means `isFinished` reads true: a subclass that keeps its own flag (or
+        // combines it with super's) completes when it announces that flag (O5).
+        if state.load(ordering: .acquiring) & State.completed == 0 && isFinished { completeOnce() }
     }
 
     /// Runs once per operation when it is finished: the completion block, then the core task
-    /// (which releases dependents and waiters, and the queue's slot). The queue's reference is
-    /// dropped later by the queue's registry (`releaseQueuedOperation`), once no listing of
-    /// `operations` can reach the operation any more.
+    /// (which releases dependents and waiters, and the queue's slot), then the readiness
+    /// announcements of the operations that wait for it. The queue's reference is dropped later
+    /// by the queue's registry (`releaseQueuedOperation`), once no listing of `operations` can
+    /// reach the operation any more. The caller holds a reference.
     func completeOnce() {
         let old = state.bitwiseOr(State.completed, ordering: .acquiringAndReleasing).oldValue
         if old & State.completed != 0 { return }
@@ -364,6 +399,10 @@ open class Operation: @unchecked Sendable {
             block?()
         }
         op_task_complete(task)
+        // After the core task finished: a dependent that registers from now on sees the mark
+        // and re-checks its own readiness; one that registered before is announced here.
+        let closing = state.bitwiseOr(State.dependentsClosed, ordering: .acquiringAndReleasing).oldValue
+        if closing & State.hasDependents != 0 { announceReadinessOfDependents() }
     }
 
     /// Called by the core task's body on a worker: the queue starts the operation.
@@ -456,9 +495,12 @@ extension Operation: Hashable {
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
 
-extension Operation: CustomStringConvertible {
-    /// Type, name and state, e.g. `BlockOperation "fetch" (executing)`.
-    public var description: String {
+extension Operation: CustomStringConvertible {}
+
+extension Operation {
+    /// Type, name and state, e.g. `BlockOperation "fetch" (executing)`. What `description`
+    /// reports unless a subclass overrides it.
+    var defaultDescription: String {
         var text = String(describing: type(of: self))
         if let name { text += " \"\(name)\"" }
         let bits = state.load(ordering: .acquiring)

@@ -9,6 +9,9 @@ final class OperationExtras {
     /// The operation's core task: the state word points here once the extras exist.
     let task: OpaquePointer
     var dependencies: [Operation] = []
+    /// The operations waiting for this one, announced when it finishes (weak: see
+    /// `WeakOperation`).
+    var dependents: [WeakOperation] = []
     var completionBlock: (@Sendable () -> Void)?
     var name: String?
     var threadPriority: Double = 0.5

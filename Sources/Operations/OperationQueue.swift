@@ -86,9 +86,12 @@ open class OperationQueue: @unchecked Sendable {
         if rc != 0 { operationMisuse("\(operation) could not be added to \(self) (core error \(rc))") }
     }
 
-    /// Adds a closure as a `BlockOperation`.
+    /// Adds a closure as a `BlockOperation` that reports the queue's `qualityOfService` (Q10).
     open func addOperation(_ block: @escaping @Sendable () -> Void) {
-        addOperation(BlockOperation(block: block))
+        let operation = BlockOperation(block: block)
+        let qos = op_queue_qos(core)
+        if qos != OP_QOS_DEFAULT { _ = op_task_set_qos(operation.task, Int32(qos.rawValue)) }
+        addOperation(operation)
     }
 
     /// Adds all `operations` before any of them starts; with `waitUntilFinished`, returns when
@@ -126,10 +129,23 @@ open class OperationQueue: @unchecked Sendable {
         set { op_queue_set_suspended(core, newValue) }
     }
 
-    /// Free text for diagnostics.
+    /// Free text for diagnostics. Never nil: a new queue is named after itself,
+    /// `NSOperationQueue 0x…` with its address, as Foundation's (Q13); `OperationQueue.main` is
+    /// `NSOperationQueue Main Queue`. Setting nil restores the default.
     open var name: String? {
-        get { StripedLock.shared.withLock(for: self) { lockedName } }
+        get { StripedLock.shared.withLock(for: self) { lockedName } ?? defaultName }
         set { StripedLock.shared.withLock(for: self) { lockedName = newValue } }
+    }
+
+    /// The name a queue has until one is set.
+    private var defaultName: String { "NSOperationQueue \(Unmanaged.passUnretained(self).toOpaque())" }
+
+    /// Type and name, e.g. `OperationQueue "downloads"`; misuse messages name queues with it.
+    /// Subclasses may override it, as NSObject's.
+    open var description: String {
+        var text = String(describing: type(of: self))
+        if let name { text += " \"\(name)\"" }
+        return text
     }
 
     /// The QoS of operations that have none of their own. A new queue reports `.default`.
@@ -243,14 +259,7 @@ extension OperationQueue: Hashable {
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
 
-extension OperationQueue: CustomStringConvertible {
-    /// Type and name, e.g. `OperationQueue "downloads"`.
-    public var description: String {
-        var text = String(describing: type(of: self))
-        if let name { text += " \"\(name)\"" }
-        return text
-    }
-}
+extension OperationQueue: CustomStringConvertible {}
 
 /// Whether the caller runs on the process's main thread (its thread id is the process id).
 func isMainThread() -> Bool { getpid() == op_current_thread_id() }
