@@ -255,6 +255,17 @@ extern _Thread_local op_task_t *op_tls_task;
 extern _Thread_local op_queue_t *op_tls_queue;
 /* The queue whose slot the calling worker holds while draining it (keeps it alive). */
 extern _Thread_local op_queue_t *op_tls_draining;
+/* ---- blocked_worker_monitor.c --------------------------------------------------------------- */
+
+/* The monitor's tick (the worker pool's): looks at the workers, true while work waits. */
+typedef bool (*op_monitor_tick_fn)(void);
+/* Starts the monitor thread once; it calls `tick` while work waits. */
+void op_monitor_start(op_monitor_tick_fn tick);
+/* A token was handed out (after the pusher's seq_cst fence): wakes the monitor if it sleeps. */
+void op_monitor_poke(void);
+/* Whether the kernel reports thread `tid` of this process asleep (state S or D). */
+bool op_thread_is_asleep(int tid);
+
 /* worker_pool.c: around a wait's sleep. On a worker or spare thread they make sure a spare
  * thread stands in while it sleeps; elsewhere they do nothing. */
 void op_worker_will_block(void);

@@ -30,8 +30,19 @@
  * threads and spares are counted in one word, so "start one" and "retire one" can never both
  * miss each other.
  *
- * Workers live as long as the process. Pool creation takes a mutex (once per class); nothing
- * else here locks.
+ * Bodies that block where the core cannot see (a mutex, a condition variable, I/O): the
+ * blocked-worker monitor (blocked_worker_monitor.c) calls op_pool_monitor_tick every 10 ms while
+ * tokens wait. A worker (or spare) that has run one task for a whole tick and that the kernel
+ * reports asleep is counted blocked as if it waited in op_task_wait: a spare stands in for it,
+ * and a default-width queue gets its slot lent. Each worker says what it runs in one word of
+ * its own (`run`: a task serial and the OP_RUN_* bits); the monitor marks the word with a
+ * compare-and-swap, so it can only mark the task it looked at, and the worker, at the task's
+ * end, takes back what was lent. While the monitor lends (OP_RUN_LENDING, a few instructions)
+ * the worker waits at its task's end, so the queue the monitor touches stays alive.
+ *
+ * Workers live as long as the process. Pool creation takes a mutex (once per class), and the
+ * list of a pool's spares one (spares start and leave, the monitor walks them); nothing on the
+ * task path locks.
  */
 #include "internal.h"
 
@@ -53,6 +64,14 @@
 #define OP_SPARES_MAX 512   /* spare threads per class at most (nested waits that deep) */
 #define OP_SPARE_IDLE_NS (200 * INT64_C(1000000)) /* a parked spare looks whether it is surplus */
 
+/* worker->run: the task serial above the bits, and whether a task runs, in a wait the core
+ * sees, or counted blocked by the monitor (being counted, then counted). */
+#define OP_RUN_LENT UINT64_C(1)
+#define OP_RUN_IN_TASK UINT64_C(2)
+#define OP_RUN_VISIBLE_WAIT UINT64_C(4)
+#define OP_RUN_LENDING UINT64_C(8)
+#define OP_RUN_SERIAL_SHIFT 4
+
 /* pool->balance: blocked workers (and blocked spares) in the low half, spares in the high. */
 #define OP_BALANCE_SPARE (UINT64_C(1) << 32)
 #define OP_BALANCE_BLOCKED(word) ((uint32_t)(word))
@@ -71,6 +90,15 @@ typedef struct op_worker {
     int base_nice;
     uint32_t nice_generation;
     bool spare;      /* started to stand in for a blocked thread; not in pool->workers */
+    uint64_t serial; /* tasks begun; the worker's own */
+    op_queue_t *queue; /* the queue of the running task; read by the monitor while it lends */
+    /* What the worker runs (OP_RUN_*). Written by the worker at each task's start and end,
+     * marked by the monitor; on the worker's own line, which the monitor reads every 10 ms at
+     * most. */
+    alignas(OP_CACHE_LINE) _Atomic uint64_t run;
+    uint64_t monitor_seen;     /* `run` at the monitor's last look; the monitor's own */
+    op_queue_t *monitor_lent;  /* the queue whose slot the monitor lent, taken back at the end */
+    struct op_worker *next_spare; /* the pool's list of spares, under spares_lock */
 } op_worker;
 
 struct op_pool {
@@ -85,10 +113,14 @@ struct op_pool {
     alignas(OP_CACHE_LINE) _Atomic uint64_t balance; /* see OP_BALANCE_* */
     _Atomic int spares_peak;
     _Atomic int spare_serial;
+    pthread_mutex_t spares_lock; /* guards spares: spares come and go, the monitor walks them */
+    op_worker *spares;
 };
 
 /* The pool of the worker or spare running on this thread; NULL elsewhere. */
 static _Thread_local op_pool *op_tls_pool;
+/* The worker or spare running on this thread; NULL elsewhere. */
+static _Thread_local op_worker *op_tls_worker;
 static void op_pool_start_spare(op_pool *pool);
 
 static op_pool *_Atomic op_pools[OP_QOS_COUNT];
@@ -110,6 +142,7 @@ void op_pool_push_token(op_pool *pool, op_queue_t *queue) {
     if (atomic_load_explicit(&pool->searching, memory_order_seq_cst) == 0) {
         op_event_notify(&pool->event, OP_WAKE_FANOUT);
     }
+    op_monitor_poke(); /* after the fence: see blocked_worker_monitor.c */
 }
 
 static op_queue_t *op_pool_take_token(op_pool *pool, int home) {
@@ -142,6 +175,37 @@ static int op_task_wanted_nice(const op_task_t *task, const op_queue_t *queue) {
     return nice < -20 ? -20 : nice > 19 ? 19 : nice;
 }
 
+static void op_pool_uncount_blocked(op_pool *pool);
+
+/* The task's body returned: clear `run`, and take back what the monitor lent for it. */
+static void op_worker_end_task(op_worker *worker) {
+    uint64_t next = worker->serial << OP_RUN_SERIAL_SHIFT;
+    /* relaxed first look; the compare-and-swap orders. */
+    uint64_t old = atomic_load_explicit(&worker->run, memory_order_relaxed);
+    for (;;) {
+        if (OP_UNLIKELY(old & OP_RUN_LENDING)) {
+            /* The monitor is lending for this task: a few instructions, wait for them. */
+            op_cpu_relax();
+            old = atomic_load_explicit(&worker->run, memory_order_relaxed);
+            continue;
+        }
+        /* acquire: if it was lent, see the monitor's count and `monitor_lent` (written before
+         * its releasing flip to LENT), so our take-back comes after them. */
+        if (atomic_compare_exchange_weak_explicit(&worker->run, &old, next, memory_order_acquire,
+                                                  memory_order_relaxed)) {
+            break;
+        }
+    }
+    if (OP_LIKELY(!(old & OP_RUN_LENT))) return;
+    if (worker->monitor_lent) {
+        /* Take the lent slot back (seq_cst, as every change of `running`): the queue may run
+         * over its width until a drainer gives a slot back; nothing new starts meanwhile. */
+        atomic_fetch_add_explicit(&worker->monitor_lent->running, 1, memory_order_seq_cst);
+        worker->monitor_lent = NULL;
+    }
+    op_pool_uncount_blocked(worker->pool);
+}
+
 typedef enum { OP_RAN_FINISHED, OP_RAN_HANDED_OFF, OP_RAN_DEFERRED } op_run_result;
 
 static op_run_result op_worker_execute(op_worker *worker, op_queue_t *queue, op_task_t *task) {
@@ -167,7 +231,12 @@ static op_run_result op_worker_execute(op_worker *worker, op_queue_t *queue, op_
 
     op_tls_task = task;
     op_tls_queue = queue;
+    worker->queue = queue;
+    /* release: the monitor, which reads `queue` after its acquiring compare-and-swap. */
+    atomic_store_explicit(&worker->run, (++worker->serial << OP_RUN_SERIAL_SHIFT) | OP_RUN_IN_TASK,
+                          memory_order_release);
     task->fn(op_task_user_context(task));
+    op_worker_end_task(worker);
     op_tls_task = NULL;
     op_tls_queue = NULL;
 
@@ -311,18 +380,8 @@ static bool op_spare_retire(op_pool *pool) {
 /* The default-width queue whose slot this thread lent while asleep in a wait. */
 static _Thread_local op_queue_t *op_tls_lent_queue;
 
-void op_worker_will_block(void) {
-    op_pool *pool = op_tls_pool;
-    if (!pool) return; /* not a worker: nothing to stand in for */
-    op_queue_t *queue = op_tls_queue;
-    if (queue && atomic_load_explicit(&queue->width, memory_order_relaxed) < 0) {
-        /* Default width means one running task per worker, and this task's worker is handed
-         * to a spare: lend its slot to the queue while it sleeps. seq_cst: like every change
-         * of `running`; claims CAS the same word, so none can start on a stale width once the
-         * slot is taken back. */
-        atomic_fetch_sub_explicit(&queue->running, 1, memory_order_seq_cst);
-        op_tls_lent_queue = queue;
-    }
+/* Counts one more blocked thread; true when the caller must start a spare (already counted). */
+static bool op_pool_count_blocked(op_pool *pool) {
     uint64_t word = atomic_load_explicit(&pool->balance, memory_order_relaxed);
     for (;;) {
         uint32_t blocked = OP_BALANCE_BLOCKED(word) + 1;
@@ -332,25 +391,109 @@ void op_worker_will_block(void) {
         /* relaxed: counts only; one word, so this and op_spare_retire decide in one order. */
         if (atomic_compare_exchange_weak_explicit(&pool->balance, &word, next,
                                                   memory_order_relaxed, memory_order_relaxed)) {
-            if (start) op_pool_start_spare(pool);
-            /* The queue may now start one more of its tasks (on the spare, or any worker). */
-            if (op_tls_lent_queue) op_queue_dispatch_sub(op_tls_lent_queue, 1, 0);
-            return;
+            return start;
         }
     }
+}
+
+static void op_pool_uncount_blocked(op_pool *pool) {
+    /* relaxed: a count. A surplus spare notices when it next idles. */
+    atomic_fetch_sub_explicit(&pool->balance, 1, memory_order_relaxed);
+}
+
+void op_worker_will_block(void) {
+    op_pool *pool = op_tls_pool;
+    if (!pool) return; /* not a worker: nothing to stand in for */
+    bool lent_by_monitor = false;
+    op_worker *worker = op_tls_worker;
+    if (worker) {
+        /* relaxed: the monitor's compare-and-swap on the same word sees the bit or not. */
+        uint64_t old = atomic_fetch_or_explicit(&worker->run, OP_RUN_VISIBLE_WAIT,
+                                                memory_order_relaxed);
+        lent_by_monitor = (old & (OP_RUN_LENT | OP_RUN_LENDING)) != 0;
+    }
+    op_queue_t *queue = op_tls_queue;
+    if (queue && !lent_by_monitor && atomic_load_explicit(&queue->width, memory_order_relaxed) < 0) {
+        /* Default width means one running task per worker, and this task's worker is handed
+         * to a spare: lend its slot to the queue while it sleeps. seq_cst: like every change
+         * of `running`; claims CAS the same word, so none can start on a stale width once the
+         * slot is taken back. */
+        atomic_fetch_sub_explicit(&queue->running, 1, memory_order_seq_cst);
+        op_tls_lent_queue = queue;
+    }
+    if (op_pool_count_blocked(pool)) op_pool_start_spare(pool);
+    /* The queue may now start one more of its tasks (on the spare, or any worker). */
+    if (op_tls_lent_queue) op_queue_dispatch_sub(op_tls_lent_queue, 1, 0);
 }
 
 void op_worker_did_unblock(void) {
     op_pool *pool = op_tls_pool;
     if (!pool) return;
+    if (op_tls_worker) {
+        atomic_fetch_and_explicit(&op_tls_worker->run, ~OP_RUN_VISIBLE_WAIT, memory_order_relaxed);
+    }
     if (op_tls_lent_queue) {
         /* Take the lent slot back (seq_cst, as above). The queue may now run over its width
          * until a drainer gives a slot back (op_queue_shrink_slot); nothing new starts. */
         atomic_fetch_add_explicit(&op_tls_lent_queue->running, 1, memory_order_seq_cst);
         op_tls_lent_queue = NULL;
     }
-    /* relaxed: a count. A surplus spare notices when it next idles. */
-    atomic_fetch_sub_explicit(&pool->balance, 1, memory_order_relaxed);
+    op_pool_uncount_blocked(pool);
+}
+
+/* ---- the monitor's look at the workers ------------------------------------------------------ */
+
+/* Counts `worker` blocked if it ran one task since the monitor's last look and the kernel
+ * reports it asleep: a spare stands in, and a default-width queue gets its slot lent. */
+static void op_pool_look_at(op_pool *pool, op_worker *worker) {
+    /* relaxed: a first look; the compare-and-swap below decides. */
+    uint64_t run = atomic_load_explicit(&worker->run, memory_order_relaxed);
+    uint64_t seen = worker->monitor_seen;
+    worker->monitor_seen = run;
+    if ((run & (OP_RUN_IN_TASK | OP_RUN_LENT | OP_RUN_VISIBLE_WAIT | OP_RUN_LENDING)) !=
+            OP_RUN_IN_TASK ||
+        run != seen) {
+        return; /* idle, counted already, or a new task since the last look */
+    }
+    int tid = atomic_load_explicit(&worker->tid, memory_order_relaxed);
+    if (tid == 0 || !op_thread_is_asleep(tid)) return;
+    /* acquire: see the worker's `queue` for this task. The worker waits at its task's end while
+     * LENDING is set, so the queue stays alive until we flip to LENT. */
+    if (!atomic_compare_exchange_strong_explicit(&worker->run, &run, run | OP_RUN_LENDING,
+                                                 memory_order_acquire, memory_order_relaxed)) {
+        return; /* the task ended, or a visible wait began */
+    }
+    op_queue_t *queue = worker->queue;
+    bool lend = queue && atomic_load_explicit(&queue->width, memory_order_relaxed) < 0;
+    if (lend) {
+        /* As op_worker_will_block: one slot of the default width per blocked task. */
+        atomic_fetch_sub_explicit(&queue->running, 1, memory_order_seq_cst);
+        worker->monitor_lent = queue;
+    }
+    bool start = op_pool_count_blocked(pool);
+    if (lend) op_queue_dispatch_sub(queue, 1, 0); /* may push a token: a spare takes it */
+    /* release: the count and `monitor_lent` before LENT (the worker's acquiring end). The
+     * exchange keeps a VISIBLE_WAIT bit set meanwhile. */
+    atomic_fetch_xor_explicit(&worker->run, OP_RUN_LENDING | OP_RUN_LENT, memory_order_release);
+    if (start) op_pool_start_spare(pool);
+}
+
+/* The monitor's tick: for each pool whose tokens wait, look at its workers and spares. */
+static bool op_pool_monitor_tick(void) {
+    bool waiting = false;
+    for (int qos = 0; qos < OP_QOS_COUNT; qos++) {
+        /* acquire: pairs with the publishing store in op_pool_for. */
+        op_pool *pool = atomic_load_explicit(&op_pools[qos], memory_order_acquire);
+        if (!pool || !op_pool_has_tokens(pool)) continue;
+        waiting = true;
+        for (int i = 0; i < pool->size; i++) op_pool_look_at(pool, &pool->workers[i]);
+        pthread_mutex_lock(&pool->spares_lock);
+        for (op_worker *spare = pool->spares; spare; spare = spare->next_spare) {
+            op_pool_look_at(pool, spare);
+        }
+        pthread_mutex_unlock(&pool->spares_lock);
+    }
+    return waiting;
 }
 
 static void *op_worker_main(void *arg);
@@ -411,7 +554,15 @@ static void *op_worker_main(void *arg) {
              worker->index);
     pthread_setname_np(pthread_self(), name);
     op_tls_pool = pool;
-    if (!worker->spare) op_topology_pin_current_thread(worker->cpu, worker->node);
+    op_tls_worker = worker;
+    if (worker->spare) {
+        pthread_mutex_lock(&pool->spares_lock);
+        worker->next_spare = pool->spares;
+        pool->spares = worker;
+        pthread_mutex_unlock(&pool->spares_lock);
+    } else {
+        op_topology_pin_current_thread(worker->cpu, worker->node);
+    }
     worker->base_nice = op_current_thread_nice();
     worker->current_nice = worker->base_nice;
     worker->nice_generation = 0;
@@ -474,6 +625,15 @@ static void *op_worker_main(void *arg) {
         }
         op_worker_drain(worker, queue);
     }
+    /* Only spares leave. */
+    pthread_mutex_lock(&pool->spares_lock);
+    for (op_worker **link = &pool->spares; *link; link = &(*link)->next_spare) {
+        if (*link == worker) {
+            *link = worker->next_spare;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&pool->spares_lock);
     free(worker);
     return NULL;
 }
@@ -502,6 +662,8 @@ static op_pool *op_pool_create(int qos) {
     atomic_init(&pool->balance, 0);
     atomic_init(&pool->spares_peak, 0);
     atomic_init(&pool->spare_serial, 0);
+    pthread_mutex_init(&pool->spares_lock, NULL);
+    pool->spares = NULL;
     memset(pool->workers, 0, sizeof(op_worker) * (size_t)pool->size);
     for (int i = 0; i < pool->size; i++) {
         op_worker *worker = &pool->workers[i];
@@ -512,6 +674,7 @@ static op_pool *op_pool_create(int qos) {
         atomic_init(&worker->tid, 0);
         atomic_init(&worker->class_nice, 0);
         atomic_init(&worker->tasks, 0);
+        atomic_init(&worker->run, 0);
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -519,6 +682,7 @@ static op_pool *op_pool_create(int qos) {
         pthread_attr_destroy(&attr);
         if (rc != 0) op_fatal("operations: cannot start a worker thread: %s", strerror(rc));
     }
+    op_monitor_start(op_pool_monitor_tick);
     return pool;
 }
 

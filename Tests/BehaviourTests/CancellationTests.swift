@@ -66,6 +66,49 @@ import Testing
         #expect(eventually { cancelled.isFinished && next.isFinished },
                 "\(runtimeUnderTest): the serial queue waited for the cancelled operation's dependency")
         #expect(journal.all == ["next"])
+        // Foundation on Linux keeps unretained pointers to an operation's dependents: the
+        // dependent must outlive the dependency's finish there.
+        gate.open()
+        dependency.waitUntilFinished()
+        withExtendedLifetime(cancelled) {}
+    }
+
+    @Test func O8_aCancelledOperationIsRetiredWhileEveryWorkerIsBlockedInABody() {
+        // One blocked body per CPU, each blocked on a lock the runtime knows nothing of (a
+        // condition variable), as a real body blocks on I/O or a lock: the runtime must still
+        // retire an operation cancelled meanwhile, and run other work.
+        let cpus = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        let blockers = OperationQueue()
+        blockers.maxConcurrentOperationCount = cpus
+        let release = Latch()
+        defer { release.open() }
+        let blocked = Latch()
+        var holders: [BlockOperation] = []
+        for _ in 0..<cpus {
+            let holder = BlockOperation {
+                blocked.arrive()
+                _ = release.wait(seconds: Deadline.seconds)
+            }
+            holders.append(holder)
+        }
+        blockers.addOperations(holders, waitUntilFinished: false)
+        guard waitFor(blocked, "\(cpus) bodies blocked at once", count: cpus) else { return }
+
+        let queue = OperationQueue()
+        let completed = Latch()
+        let cancelled = BlockOperation {}
+        cancelled.completionBlock = { completed.open() }
+        cancelled.addDependency(holders[0])
+        queue.addOperation(cancelled)
+        cancelled.cancel()
+        waitFor(completed, "the cancelled operation's completion block while every worker is blocked in a body")
+        let ran = Latch()
+        queue.addOperation { ran.open() }
+        waitFor(ran, "another operation while every worker is blocked in a body")
+        #expect(holders.allSatisfy { $0.isExecuting }, "the blockers were executing throughout")
+        release.open()
+        blockers.waitUntilAllOperationsAreFinished()
+        queue.waitUntilAllOperationsAreFinished()
     }
 
     @Test func O8_cancelAfterFinishHasNoEffect() {

@@ -267,6 +267,50 @@ struct StressRoundDriver {
             }
         }
         for index in resumeAt.keys { round.queue(index)?.isSuspended = false }
+        if chance(0.5) { cancelWhileADependencyExecutes(round: round, barrierQueues: barrierQueues) }
+    }
+
+    /// Issue 13's case (SEMANTICS O8): operations cancelled while their dependency executes are
+    /// retired promptly. A holder blocks in its body until the check is done — on a condition
+    /// variable the runtime cannot see, or in a wait it can — and its dependents, on queues of
+    /// any width, are cancelled once it executes: each must be finished within 5 s while the
+    /// holder still executes. Every queue is resumed when this runs.
+    private mutating func cancelWhileADependencyExecutes(round: StressRound, barrierQueues: [Int]) {
+        let candidates = (0..<Self.queueCount).filter { !barrierQueues.contains($0) }
+        guard let holderIndex = candidates.randomElement(using: &random), let holderQueue = round.queue(holderIndex) else { return }
+        let visibleWait = chance(0.5)
+        let release = Latch()
+        let gate = BlockOperation {}
+        let executing = Latch()
+        let holder = BlockOperation {
+            executing.open()
+            if visibleWait { gate.waitUntilFinished() } else { _ = release.wait(for: 1, seconds: 30) }
+        }
+        holder.name = "r\(number) holder on q\(holderIndex) (\(visibleWait ? "visible wait" : "blocked on a condition"))"
+        // Not the holder's own queue when it is serial: the holder keeps its only slot.
+        let dependentQueues = candidates.filter { $0 != holderIndex || round.widths[$0] != 1 }
+        var dependents: [(Operation, Int)] = []
+        for _ in 0..<Int.random(in: 1...6, using: &random) {
+            guard let queue = dependentQueues.randomElement(using: &random) else { break }
+            let operation = round.registerBlockOperations(count: 1, queue: queue, origin: "cancelled-while-dependency-executes")[0]
+            operation.addDependency(holder)
+            dependents.append((operation, queue))
+        }
+        holderQueue.addOperation(holder)
+        for (operation, queue) in dependents { round.queue(queue)?.addOperation(operation) }
+        defer {
+            release.open()
+            gate.start()
+        }
+        // The holder waits behind its queue's earlier work (short bodies) at most.
+        guard executing.wait(for: 1, seconds: 5) else { return }
+        for (operation, _) in dependents { operation.cancel() }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline && !dependents.allSatisfy({ $0.0.isFinished }) { usleep(1000) }
+        guard holder.isExecuting else { return } // released early: nothing to conclude
+        for (operation, queue) in dependents where !operation.isFinished {
+            round.violation("\(operation) on q\(queue) (width \(round.widths[queue])), cancelled while its dependency \(holder.name ?? "") executes, is still unfinished 5 s later")
+        }
     }
 
     /// Creates `count` operations on a new thread, which adds them to `queue` with
