@@ -31,7 +31,10 @@ extension Operation {
                 state.bitwiseOr(State.lateDependencies, ordering: .acquiringAndReleasing)
                 lateAndUnfinished = true
             }
-            operation.registerDependent(self)
+            // The announcement re-reads `isReady` and tells observers; a plain BlockOperation
+            // (its isReady is ours) without observers has nobody to tell, and the core makes it
+            // ready: W4–W6 add no registration per edge.
+            if lateAndUnfinished || needsReadinessAnnouncements { operation.registerDependent(self) }
         }
         didChangeValue(forKey: "dependencies")
         if lateAndUnfinished {
@@ -69,6 +72,22 @@ extension Operation {
         if op_task_unfinished_dependencies(task) != 0 { return false }
         if state.load(ordering: .acquiring) & State.lateDependencies == 0 { return true }
         return lateDependenciesFinished
+    }
+
+    /// Whether the receiver must hear when its last dependency finishes: a subclass may
+    /// override `isReady` (and start itself from it), and observers want the "isReady" change.
+    /// A plain BlockOperation without observers needs nothing: the core makes it ready.
+    var needsReadinessAnnouncements: Bool {
+        ObjectIdentifier(type(of: self)) != ObjectIdentifier(BlockOperation.self) ||
+            state.load(ordering: .acquiring) & State.hasObservers != 0
+    }
+
+    /// A plain BlockOperation that gets its first observer: registers with the dependencies
+    /// that have not finished, which it skipped until now (see `needsReadinessAnnouncements`).
+    func registerWithUnfinishedDependencies() {
+        for dependency in dependencies where !op_task_is_finished(dependency.task) {
+            dependency.registerDependent(self)
+        }
     }
 
     /// Registers `dependent` to be announced when the receiver finishes. If the receiver is

@@ -14,7 +14,10 @@ extension Operation {
     public func observe(_ key: ObservationKey, _ handler: @escaping @Sendable (Operation) -> Void) -> OperationObservation {
         let id = OperationObservation.nextID.add(1, ordering: .relaxed).newValue
         withExtras { $0.observers[key, default: [:]][id] = handler }
-        state.bitwiseOr(State.hasObservers, ordering: .releasing)
+        let old = state.bitwiseOr(State.hasObservers, ordering: .acquiringAndReleasing).oldValue
+        if old & State.hasObservers == 0 && ObjectIdentifier(type(of: self)) == ObjectIdentifier(BlockOperation.self) {
+            registerWithUnfinishedDependencies() // see needsReadinessAnnouncements
+        }
         return OperationObservation(operation: self, key: key, id: id)
     }
 

@@ -156,7 +156,23 @@ open class OperationQueue: @unchecked Sendable {
 
     /// The operations added and not yet finished, in the order they were added (barrier blocks
     /// are not listed). A snapshot.
+    ///
+    /// Reading it right after an operation signalled from its body is a race on any runtime.
+    /// A reader woken by that signal often runs on the CPU of the worker that sent it, and the
+    /// kernel then preempts the worker between its body's last statement and its finish; our
+    /// workers are pinned and cannot move away meanwhile. So when the snapshot holds an
+    /// executing operation, the reader first gives its CPU away once (`sched_yield`), letting
+    /// such a worker reach its finish (issue 13, item 10).
     open var operations: [Operation] {
+        let listed = listOperations()
+        if listed.contains(where: { $0.state.load(ordering: .acquiring) & Operation.State.executing != 0 }) {
+            sched_yield()
+        }
+        return listed.filter { !$0.isFinished }
+    }
+
+    /// The registry's listing: every operation added and not yet released, finished or not.
+    private func listOperations() -> [Operation] {
         final class Collector { var operations: [Operation] = [] }
         let collector = Collector()
         withExtendedLifetime(collector) {
@@ -167,7 +183,7 @@ open class OperationQueue: @unchecked Sendable {
                 collector.operations.append(Unmanaged<Operation>.fromOpaque(context).takeUnretainedValue())
             }, Unmanaged.passUnretained(collector).toOpaque())
         }
-        return collector.operations.filter { !$0.isFinished }
+        return collector.operations
     }
 
     /// How many operations `operations` would list now. A snapshot.

@@ -20,8 +20,57 @@ private let waitForAwaitedBody: TaskBody = { context in
     awaited.result.store(op_task_wait(awaited.task, 30_000_000_000), ordering: .relaxed)
 }
 
+/// A gate on a condition variable, which the core cannot see: bodies blocked on it sleep in
+/// the kernel like bodies blocked on a lock or on I/O.
+private final class KernelGate: @unchecked Sendable {
+    let blocked = Latch()
+    let release = Latch()
+}
+
+private let blockOnKernelGateBody: TaskBody = { context in
+    let gate = contextObject(context, as: KernelGate.self)
+    gate.blocked.arrive()
+    _ = gate.release.wait(for: 1, seconds: 30)
+}
+
+private let arriveBody: TaskBody = { context in
+    contextObject(context, as: Latch.self).arrive()
+}
+
 @Suite(.needsQuietProcess, .serialized)
 struct WorkerPoolTests {
+    @Test func workersBlockedInBodiesWhereTheCoreCannotSeeGetSparesWhileWorkWaits() throws {
+        // Every default worker blocked on a condition variable: the blocked-worker monitor sees
+        // them asleep while tokens wait, and spares run the rest of the class's work; a queue
+        // of default width gets the blocked bodies' slots lent. The spares leave afterwards.
+        let workers = Int(currentTopology().cpu_count)
+        let gate = KernelGate()
+        let blockers = try makeQueue("blockers") // default width: one per worker
+        defer { op_queue_release(blockers) }
+        for _ in 0..<workers { #expect(op_queue_submit_f(blockers, blockOnKernelGateBody, contextPointer(gate)) == 0) }
+        #expect(gate.blocked.wait(for: workers, seconds: 10), "\(workers) bodies blocked at once")
+        let ran = Latch()
+        let other = try makeQueue("other")
+        defer { op_queue_release(other) }
+        #expect(op_queue_submit_f(other, arriveBody, contextPointer(ran)) == 0)
+        #expect(op_queue_submit_f(blockers, arriveBody, contextPointer(ran)) == 0) // on a lent slot
+        let started = monotonicNs()
+        #expect(ran.wait(for: 2, seconds: 10), "work of the class ran while every worker was blocked in a body")
+        let waitedMs = (monotonicNs() - started) / 1_000_000
+        #expect(op_runtime_spare_workers(OP_QOS_DEFAULT, nil) > 0, "spares stand in for the blocked workers")
+        print("[WorkerPoolTests] work ran \(waitedMs) ms after every worker blocked in a body")
+        gate.release.open()
+        #expect(op_queue_wait(blockers, 30_000_000_000) == 0)
+        #expect(op_queue_wait(other, 30_000_000_000) == 0)
+        let deadline = monotonicNs() + 10_000_000_000
+        var left = op_runtime_spare_workers(OP_QOS_DEFAULT, nil)
+        while left > 0 && monotonicNs() < deadline {
+            sleepNs(1_000_000)
+            left = op_runtime_spare_workers(OP_QOS_DEFAULT, nil)
+        }
+        #expect(left == 0, "spares still serving the class after the bodies returned: \(left)")
+    }
+
     @Test func workersAsleepInWaitsGetSparesWhichLeaveAfterwards() throws {
         let workers = Int(currentTopology().cpu_count)
         let held = try makeQueue("held", width: 1)
