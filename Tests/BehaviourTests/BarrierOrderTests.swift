@@ -3,7 +3,7 @@
 // (within a priority level), and by priority across levels.
 import Testing
 
-@Suite struct BarrierOrderTests {
+@Suite(.sharesProcess) struct BarrierOrderTests {
     @Test(arguments: [2, 3, 10, 50])
     func Q9_operationsAfterABarrierStartInTheOrderTheyWereAdded(_ count: Int) {
         let queue = OperationQueue()

@@ -3,7 +3,7 @@
 // completion block run, its dependents released), and cancel() after finish has no effect.
 import Testing
 
-@Suite struct CancellationTests {
+@Suite(.sharesProcess) struct CancellationTests {
     /// A dependency that executes until `gate` opens, added to `queue`. It waits with
     /// `waitUntilFinished()`, so a runtime can stand a spare thread in for its worker.
     private func executingDependency(on queue: OperationQueue, gate: OperationGate) -> (BlockOperation, Latch) {
@@ -73,6 +73,34 @@ import Testing
         withExtendedLifetime(cancelled) {}
     }
 
+    @Test func O8_cancelAfterFinishHasNoEffect() {
+        let queue = OperationQueue()
+        let operation = BlockOperation {}
+        queue.addOperation(operation)
+        operation.waitUntilFinished()
+        operation.cancel()
+        #expect(!operation.isCancelled, "\(runtimeUnderTest): cancel() after finish set isCancelled")
+
+        let byHand = BlockOperation {}
+        byHand.start()
+        byHand.cancel()
+        #expect(!byHand.isCancelled)
+        #expect(byHand.isFinished)
+    }
+
+    @Test func O8_cancelTwiceIsIdempotent() {
+        let operation = BlockOperation {}
+        operation.cancel()
+        operation.cancel()
+        #expect(operation.isCancelled && operation.isReady && !operation.isFinished)
+        operation.start()
+        #expect(operation.isFinished)
+    }
+}
+
+/// Occupies every worker of a class with bodies blocked where the runtime cannot see: it has the
+/// process to itself.
+@Suite(.needsQuietProcess) struct BlockedWorkerCancellationTests {
     @Test func O8_aCancelledOperationIsRetiredWhileEveryWorkerIsBlockedInABody() {
         // One blocked body per CPU, each blocked on a lock the runtime knows nothing of (a
         // condition variable), as a real body blocks on I/O or a lock: the runtime must still
@@ -109,29 +137,5 @@ import Testing
         release.open()
         blockers.waitUntilAllOperationsAreFinished()
         queue.waitUntilAllOperationsAreFinished()
-    }
-
-    @Test func O8_cancelAfterFinishHasNoEffect() {
-        let queue = OperationQueue()
-        let operation = BlockOperation {}
-        queue.addOperation(operation)
-        operation.waitUntilFinished()
-        operation.cancel()
-        #expect(!operation.isCancelled, "\(runtimeUnderTest): cancel() after finish set isCancelled")
-
-        let byHand = BlockOperation {}
-        byHand.start()
-        byHand.cancel()
-        #expect(!byHand.isCancelled)
-        #expect(byHand.isFinished)
-    }
-
-    @Test func O8_cancelTwiceIsIdempotent() {
-        let operation = BlockOperation {}
-        operation.cancel()
-        operation.cancel()
-        #expect(operation.isCancelled && operation.isReady && !operation.isFinished)
-        operation.start()
-        #expect(operation.isFinished)
     }
 }

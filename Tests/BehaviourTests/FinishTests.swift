@@ -46,7 +46,7 @@ final class OwnFlagsOperation: Operation, @unchecked Sendable {
     }
 }
 
-@Suite struct FinishTests {
+@Suite(.sharesProcess) struct FinishTests {
     @Test(arguments: [false, true])
     func O5_O7_anOverriddenIsFinishedThatReadsFalseKeepsTheOperationUnfinished(_ combinesWithSuper: Bool) {
         let queue = OperationQueue()

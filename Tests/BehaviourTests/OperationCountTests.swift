@@ -7,7 +7,7 @@
 //   OPERATIONS_MEASURE_COUNT_WINDOW=250 swift test --filter OperationCountTests
 import Testing
 
-@Suite struct OperationCountTests {
+@Suite(.sharesProcess) struct OperationCountTests {
     @Test func Q7_operationCountDropsToZeroOnceTheOperationFinished() {
         let queue = OperationQueue()
         for _ in 0..<50 {

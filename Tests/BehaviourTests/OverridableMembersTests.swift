@@ -99,7 +99,7 @@ final class EveryMemberQueue: OperationQueue, @unchecked Sendable {
     override class var main: OperationQueue { super.main }
 }
 
-@Suite struct OverridableMembersTests {
+@Suite(.sharesProcess) struct OverridableMembersTests {
     @Test func O1_D1_everyOpenMemberOfOperationIsOverriddenAndTheQueueCallsTheOverrides() {
         let queue = OperationQueue()
         let dependency = BlockOperation {}

@@ -2,7 +2,7 @@
 // default names (SEMANTICS Q13), and the QoS of a block added with addOperation { } (Q10).
 import Testing
 
-@Suite struct QueueIdentityTests {
+@Suite(.sharesProcess) struct QueueIdentityTests {
     @Test func Q13_aNewQueueIsNamedAfterItsAddress() {
         let first = OperationQueue()
         let second = OperationQueue()

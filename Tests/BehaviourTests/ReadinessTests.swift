@@ -35,7 +35,7 @@ final class CountingReadinessOperation: Operation, @unchecked Sendable {
     }
 }
 
-@Suite struct ReadinessTests {
+@Suite(.sharesProcess) struct ReadinessTests {
     @Test func O12_D1_anOperationInNoQueueThatStartsFromItsIsReadyGetterStartsWhenItsDependencyFinishes() {
         let queue = OperationQueue()
         let gate = OperationGate()

@@ -1,44 +1,14 @@
 // PriorityAcrossQueuesTests.swift — SEMANTICS P3: queue priorities order the operations of one
 // queue only. A veryHigh operation of one queue takes no precedence over a veryLow operation of
-// another, whether the first queue is held back by its own width or every worker is busy.
+// another when every worker is busy (our worker pool's FIFO of queues). The case of a queue held
+// back by its own width is a behaviour test: Tests/BehaviourTests/PriorityAcrossQueuesTests.swift.
 //
-// The suite has the process to itself (.needsQuietProcess): its second test occupies every
-// worker of the utility class, which other suites' operations would otherwise hold.
+// The suite has the process to itself (.needsQuietProcess): its test occupies every worker of
+// the utility class, which other suites' operations would otherwise hold.
 import Operations
 import Testing
 
 @Suite(.needsQuietProcess, .serialized) struct PriorityAcrossQueuesTests {
-    @Test func P3_aQueuesWaitingVeryHighOperationsDoNotHoldBackAnotherQueuesVeryLowOne() {
-        let serial = OperationQueue()
-        serial.name = "serial, held"
-        serial.maxConcurrentOperationCount = 1
-        let gate = Latch()
-        let holderStarted = Latch()
-        serial.addOperation {
-            holderStarted.open()
-            _ = gate.wait(seconds: Limits.waitSeconds)
-        }
-        guard waitFor(holderStarted, "the serial queue's holder to start") else { gate.open(); return }
-        let veryHighRan = Counter()
-        for _ in 0..<50 {
-            let operation = BlockOperation { veryHighRan.increment() }
-            operation.queuePriority = .veryHigh
-            serial.addOperation(operation)
-        }
-        let other = OperationQueue()
-        other.name = "other"
-        let lowRan = Latch()
-        let low = signallingOperation(lowRan, name: "veryLow on another queue")
-        low.queuePriority = .veryLow
-        other.addOperation(low)
-        let lowFinished = waitFor(lowRan, "the other queue's veryLow operation while 50 veryHigh ones wait in a held serial queue")
-        #expect(veryHighRan.current == 0, "no veryHigh operation of the held serial queue may run before its holder returns")
-        gate.open()
-        guard lowFinished else { return }
-        guard waitUntilAllOperationsAreFinished(serial) else { return }
-        #expect(veryHighRan.current == 50)
-    }
-
     /// With every worker of the class busy, queues get the first free worker in the order they
     /// got work (the pool's FIFO of queues); a later queue's veryHigh operations do not overtake
     /// an earlier queue's veryLow ones. With one priority order across queues they would, as

@@ -1,11 +1,10 @@
 // QueueContentsTests.swift — what a queue holds (SEMANTICS Q5, Q7, Q9, Q12): `operations` and
 // `operationCount`, `cancelAllOperations()`, barrier blocks, and operations being freed after
 // they finished.
-import Operations
 import Testing
 
 /// An operation that opens a latch when it is freed.
-private final class FreedOperation: Operation, @unchecked Sendable {
+final class FreedOperation: Operation, @unchecked Sendable {
     let freed: Latch
     init(freed: Latch) {
         self.freed = freed
@@ -25,7 +24,7 @@ struct QueueContentsTests {
             return operation
         }
         for operation in added { queue.addOperation(operation) }
-        #expect(queue.operations == added, "operations must list what was added, in order")
+        #expect(queue.operations == added, "\(runtimeUnderTest): operations must list what was added, in order")
         #expect(queue.operationCount == 50)
         queue.isSuspended = false
         guard waitUntilAllOperationsAreFinished(queue) else { return }
@@ -45,11 +44,12 @@ struct QueueContentsTests {
         }
         queue.addOperations(operations, waitUntilFinished: false)
         queue.cancelAllOperations()
-        #expect(operations.allSatisfy { $0.isCancelled }, "every operation in the queue is cancelled")
+        #expect(operations.allSatisfy { $0.isCancelled }, "\(runtimeUnderTest): every operation in the queue is cancelled")
         queue.isSuspended = false
         guard waitUntilAllOperationsAreFinished(queue) else { return }
-        #expect(ran.current == 0, "a cancelled operation ran its block")
-        #expect(completions.current == 20, "every completion block runs once, also when cancelled (O7)")
+        #expect(ran.current == 0, "\(runtimeUnderTest): a cancelled operation ran its block")
+        // Completion blocks run after the finish, maybe on another thread: a waiter may return first.
+        #expect(eventually { completions.current == 20 }, "\(runtimeUnderTest): every completion block runs once, also when cancelled (O7): \(completions.current) of 20")
         #expect(operations.allSatisfy { $0.isFinished })
     }
 
@@ -75,7 +75,7 @@ struct QueueContentsTests {
             queue.cancelAllOperations()
             guard waitFor(adding, "the adding thread") else { return }
             let missed = earlier.filter { !$0.isCancelled }.count
-            #expect(missed == 0, "trial \(trial): cancelAllOperations missed \(missed) of the 100 operations added before it")
+            #expect(missed == 0, "\(runtimeUnderTest): trial \(trial): cancelAllOperations missed \(missed) of the 100 operations added before it")
             queue.isSuspended = false
             guard waitUntilAllOperationsAreFinished(queue) else { return }
         }
@@ -92,11 +92,11 @@ struct QueueContentsTests {
         guard waitUntilAllOperationsAreFinished(queue) else { return }
         let entries = log.snapshot
         guard let barrier = entries.firstIndex(of: "barrier") else {
-            Issue.record("the barrier block did not run: \(entries)")
+            Issue.record("\(runtimeUnderTest): the barrier block did not run: \(entries)")
             return
         }
-        #expect(entries[..<barrier].allSatisfy { $0.hasPrefix("before") }, "\(entries)")
-        #expect(entries[(barrier + 1)...].allSatisfy { $0.hasPrefix("after") }, "\(entries)")
+        #expect(entries[..<barrier].allSatisfy { $0.hasPrefix("before") }, "\(runtimeUnderTest): \(entries)")
+        #expect(entries[(barrier + 1)...].allSatisfy { $0.hasPrefix("after") }, "\(runtimeUnderTest): \(entries)")
         #expect(entries.count == 61)
     }
 
@@ -118,7 +118,7 @@ struct QueueContentsTests {
         for latch in done { guard waitFor(latch, "a thread adding operations and barriers") else { return } }
         guard waitUntilAllOperationsAreFinished(queue) else { return }
         let entries = log.snapshot
-        #expect(entries.count == threads * runs * (perRun + 1), "every operation and barrier ran once")
+        #expect(entries.count == threads * runs * (perRun + 1), "\(runtimeUnderTest): every operation and barrier ran once")
         for thread in 0..<threads {
             // In this thread's own entries, run r's barrier comes after its run-r operations and
             // before its run r+1 operations.
@@ -128,11 +128,11 @@ struct QueueContentsTests {
                 let run = Int(entry[2]) ?? -1
                 if entry[1] == "barrier" {
                     #expect(run == expectedRun && seenInRun == perRun,
-                            "thread \(thread): barrier \(run) ran after \(seenInRun) of run \(expectedRun)'s operations: \(mine)")
+                            "\(runtimeUnderTest): thread \(thread): barrier \(run) ran after \(seenInRun) of run \(expectedRun)'s operations: \(mine)")
                     expectedRun += 1
                     seenInRun = 0
                 } else {
-                    #expect(run == expectedRun, "thread \(thread): an operation of run \(run) ran in run \(expectedRun): \(mine)")
+                    #expect(run == expectedRun, "\(runtimeUnderTest): thread \(thread): an operation of run \(run) ran in run \(expectedRun): \(mine)")
                     seenInRun += 1
                 }
             }
@@ -146,12 +146,19 @@ struct QueueContentsTests {
         let operation = BlockOperation {}
         queue.addOperation(operation)
         queue.addBarrierBlock { ran.increment() }
-        #expect(queue.operations == [operation], "barrier blocks are not listed")
+        #expect(queue.operations == [operation], "\(runtimeUnderTest): barrier blocks are not listed")
         queue.isSuspended = false
         guard waitUntilAllOperationsAreFinished(queue) else { return }
-        #expect(ran.current == 1, "waitUntilAllOperationsAreFinished returns after the barrier ran")
+        #expect(ran.current == 1, "\(runtimeUnderTest): waitUntilAllOperationsAreFinished returns after the barrier ran")
     }
 
+    #if !BEHAVIOUR_ON_FOUNDATION
+    // Not on Foundation: it crashes Foundation on Linux now and then (SIGSEGV in
+    // Operation.observeValue, 2 of 42 runs of the whole target). cancelAllOperations() cancels the
+    // barrier, which Foundation makes a dependent of every operation in the queue; the cancelled
+    // barrier retires at once and is freed, while the operation before it, not yet finished,
+    // still lists it (unretained) as a dependent: that operation's finish follows the dangling
+    // pointer. An operation slow to start (a preempted thread) makes it crash every time.
     @Test func Q12_cancelAllOperationsCancelsABarrierThatHasNotRun() {
         let queue = OperationQueue()
         queue.isSuspended = true
@@ -163,9 +170,10 @@ struct QueueContentsTests {
         queue.addOperation { later.increment() }
         queue.isSuspended = false
         guard waitUntilAllOperationsAreFinished(queue) else { return }
-        #expect(barrierRan.current == 0, "a cancelled barrier's block never runs")
-        #expect(later.current == 1, "operations added after cancelAllOperations still run")
+        #expect(barrierRan.current == 0, "\(runtimeUnderTest): a cancelled barrier's block never runs")
+        #expect(later.current == 1, "\(runtimeUnderTest): operations added after cancelAllOperations still run")
     }
+    #endif
 
     @Test func Q11_finishedOperationsAreFreedOnceTheQueueIsIdle() {
         let queue = OperationQueue()
