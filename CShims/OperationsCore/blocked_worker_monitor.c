@@ -34,7 +34,9 @@ enum { OP_MONITOR_AWAKE = 0, OP_MONITOR_ASLEEP = 1 };
 /* The futex word: OP_MONITOR_ASLEEP while the monitor sleeps without a deadline. Read by every
  * token push (relaxed, a line that changes at most every OP_MONITOR_QUIET_TICKS ticks). */
 static alignas(OP_CACHE_LINE) _Atomic uint32_t op_monitor_state = OP_MONITOR_AWAKE;
-static op_monitor_tick_fn op_monitor_tick;
+/* Set by the first op_monitor_start, before the thread starts (which orders it for the
+ * thread); relaxed: later calls store the same function. */
+static _Atomic(op_monitor_tick_fn) op_monitor_tick;
 static pthread_once_t op_monitor_once = PTHREAD_ONCE_INIT;
 
 static void *op_monitor_main(void *arg) {
@@ -42,14 +44,15 @@ static void *op_monitor_main(void *arg) {
     pthread_setname_np(pthread_self(), "op-monitor");
     int quiet = 0;
     for (;;) {
-        if (op_monitor_tick()) {
+        op_monitor_tick_fn tick = atomic_load_explicit(&op_monitor_tick, memory_order_relaxed);
+        if (tick()) {
             quiet = 0;
         } else if (++quiet >= OP_MONITOR_QUIET_TICKS) {
             /* seq_cst: Dekker with op_monitor_poke — we publish ASLEEP, then look for work
              * once more; a pusher publishes its token (seq_cst fence in op_pool_push_token),
              * then reads the state. One of the two sees the other. */
             atomic_store_explicit(&op_monitor_state, OP_MONITOR_ASLEEP, memory_order_seq_cst);
-            if (op_monitor_tick()) {
+            if (tick()) {
                 atomic_store_explicit(&op_monitor_state, OP_MONITOR_AWAKE, memory_order_relaxed);
                 quiet = 0;
             } else {
@@ -81,8 +84,9 @@ static void op_monitor_create(void) {
 }
 
 void op_monitor_start(op_monitor_tick_fn tick) {
-    /* Set before the once: every caller passes the same function (the pool's tick). */
-    op_monitor_tick = tick;
+    op_monitor_tick_fn expected = NULL;
+    atomic_compare_exchange_strong_explicit(&op_monitor_tick, &expected, tick, memory_order_relaxed,
+                                            memory_order_relaxed);
     pthread_once(&op_monitor_once, op_monitor_create);
 }
 

@@ -115,7 +115,14 @@ extension Operation {
             return list
         }
         for entry in dependents {
-            entry.operation?.dependencyFinished()
+            guard let dependent = entry.operation else { continue }
+            // A core reference around the calls, so ThreadSanitizer sees the dependent's task
+            // outlive our reads of it: it does not see Swift's reference counts, and the
+            // dependent may be freed on another thread right after.
+            let task = dependent.task
+            op_task_retain(task)
+            dependent.dependencyFinished()
+            op_task_release(task)
         }
     }
 
