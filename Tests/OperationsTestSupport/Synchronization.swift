@@ -55,3 +55,14 @@ public final class Locked<Value>: @unchecked Sendable {
         return try body(&value)
     }
 }
+
+/// Waits until `condition` holds, polling every millisecond up to `seconds`; false on timeout.
+/// For states that no event announces (a queue's `operationCount` after a finish).
+public func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while !condition() {
+        if ContinuousClock.now > deadline { return false }
+        usleep(1000)
+    }
+    return true
+}

@@ -145,6 +145,33 @@ final class GatedOperation: Operations.Operation, @unchecked Sendable {
         withExtendedLifetime(token) {}
     }
 
+    @Test(arguments: ["observed before its dependencies were added", "observed after"])
+    func O12_D1_observersOfIsReadyHearWhenTheLastDependencyFinishes(_ when: String) {
+        // A plain BlockOperation (the queue's fast path makes it ready in the core alone) and a
+        // subclass: both post "isReady" to their observers when their last dependency finishes,
+        // in a queue or in none (issue 13, item 2). Our addition: typed observation.
+        for subclass in [false, true] {
+            let first = BlockOperation {}
+            let second = BlockOperation {}
+            let operation: Operations.Operation = subclass ? GatedOperation() : BlockOperation {}
+            let readyChanges = Recorder<Bool>()
+            var token: OperationObservation?
+            if when.hasSuffix("added") { token = operation.observe(.isReady) { readyChanges.append($0.isReady) } }
+            operation.addDependency(first)
+            operation.addDependency(second)
+            if token == nil { token = operation.observe(.isReady) { readyChanges.append($0.isReady) } }
+            let queue = OperationQueue()
+            queue.addOperation(first)
+            first.waitUntilFinished()
+            #expect(readyChanges.snapshot.isEmpty, "announced with a dependency left (subclass: \(subclass))")
+            queue.addOperation(second)
+            second.waitUntilFinished()
+            #expect(eventually { readyChanges.count == 1 }, "no isReady change once the last dependency finished (subclass: \(subclass))")
+            #expect(readyChanges.snapshot == [!subclass], "the change reads isReady through the getter (subclass: \(subclass))")
+            withExtendedLifetime(token) {}
+        }
+    }
+
     // MARK: - InvocationOperation (O1) and errors in work (E1)
 
     final class Calculator: @unchecked Sendable {

@@ -68,17 +68,6 @@ func waitFor(_ latch: Latch, _ what: String, count target: Int = 1, seconds: Dou
     return false
 }
 
-/// Waits until `condition` holds, polling every millisecond up to `seconds`; false on timeout.
-/// For states that no event announces (a queue's `operationCount` after a finish).
-func eventually(seconds: Double = Deadline.seconds, _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while !condition() {
-        if ContinuousClock.now > deadline { return false }
-        usleep(1000)
-    }
-    return true
-}
-
 /// Records the order in which things happened.
 final class Journal: @unchecked Sendable {
     private let entries = Locked<[String]>([])
