@@ -46,6 +46,26 @@ private let graphFinished: TaskBody = { context in
     contextObject(context, as: Graph.self).finished.add(1, ordering: .relaxed)
 }
 
+/// The order in which bodies ran, by index.
+private final class OrderLog: @unchecked Sendable {
+    private let lock = Lock()
+    private var logged: [Int] = [] // guarded by `lock`
+    func append(_ index: Int) { lock.withLock { logged.append(index) } }
+    var indices: [Int] { lock.withLock { logged } }
+}
+
+/// One body's index in an `OrderLog` (its context; `contextPointer` keeps it alive).
+private final class OrderEntry: @unchecked Sendable {
+    let log: OrderLog
+    let index: Int
+    init(_ log: OrderLog, _ index: Int) { self.log = log; self.index = index }
+}
+
+private let logIndexBody: TaskBody = { context in
+    let entry = contextObject(context, as: OrderEntry.self)
+    entry.log.append(entry.index)
+}
+
 /// Records whether the body saw itself cancelled.
 private let cancelAwareBody: TaskBody = { context in
     let graph = contextObject(context, as: Graph.self)
@@ -120,6 +140,24 @@ struct DependencyTests {
         if allFinished { #expect(children.allSatisfy { op_task_is_finished($0) && op_task_unfinished_dependencies($0) == 0 }) }
         op_task_release(root)
         children.forEach { op_task_release($0) }
+    }
+
+    @Test func dependentsBecomeReadyInTheOrderTheyWereAdded() throws {
+        // A finishing task releases its dependents in the order they added it, so a serial
+        // queue starts them in that order (within a band): what keeps a barrier from reversing
+        // what follows it (SEMANTICS Q9).
+        let order = OrderLog()
+        let queue = try makeQueue("serial after one root", width: 1)
+        defer { op_queue_release(queue) }
+        let root = try makeTask(emptyBody, nil)
+        let dependents = try (0..<64).map { index in try makeTask(logIndexBody, contextPointer(OrderEntry(order, index))) }
+        for dependent in dependents { #expect(op_task_add_dependency(dependent, root) == 0) }
+        for dependent in dependents { #expect(op_queue_submit(queue, dependent) == 0) }
+        #expect(op_queue_submit(queue, root) == 0)
+        #expect(waitFor(queue: queue, "the serial queue"))
+        #expect(order.indices == Array(0..<64))
+        op_task_release(root)
+        dependents.forEach { op_task_release($0) }
     }
 
     @Test func fanInSinkRunsAfterAllThousandSources() throws {
