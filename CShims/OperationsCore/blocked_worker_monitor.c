@@ -23,6 +23,7 @@
 #include "internal.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -39,9 +40,21 @@ static alignas(OP_CACHE_LINE) _Atomic uint32_t op_monitor_state = OP_MONITOR_AWA
 static _Atomic(op_monitor_tick_fn) op_monitor_tick;
 static pthread_once_t op_monitor_once = PTHREAD_ONCE_INIT;
 
+/* The monitor is started by whichever thread creates the first pool, perhaps a worker pinned
+ * to one CPU: it spreads itself over every usable CPU, so the spares it starts (which inherit
+ * its affinity) are not all bound to that one. */
+static void op_monitor_unpin(void) {
+    const op_topology_data *topology = op_topology_get();
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int i = 0; i < topology->cpu_count; i++) CPU_SET(topology->cpus[i], &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
+}
+
 static void *op_monitor_main(void *arg) {
     (void)arg;
     pthread_setname_np(pthread_self(), "op-monitor");
+    op_monitor_unpin();
     int quiet = 0;
     for (;;) {
         op_monitor_tick_fn tick = atomic_load_explicit(&op_monitor_tick, memory_order_relaxed);

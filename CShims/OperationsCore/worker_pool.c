@@ -33,8 +33,8 @@
  * Bodies that block where the core cannot see (a mutex, a condition variable, I/O): the
  * blocked-worker monitor (blocked_worker_monitor.c) calls op_pool_monitor_tick every 10 ms while
  * tokens wait. A worker (or spare) that has run one task for a whole tick and that the kernel
- * reports asleep is counted blocked as if it waited in op_task_wait: a spare stands in for it,
- * and a default-width queue gets its slot lent. Each worker says what it runs in one word of
+ * reports asleep is counted blocked as if it waited in op_task_wait: a spare stands in for it
+ * (started by the monitor, on any usable CPU), and a default-width queue gets its slot lent. Each worker says what it runs in one word of
  * its own (`run`: a task serial and the OP_RUN_* bits); the monitor marks the word with a
  * compare-and-swap, so it can only mark the task it looked at, and the worker, at the task's
  * end, takes back what was lent. While the monitor lends (OP_RUN_LENDING, a few instructions)
