@@ -13,8 +13,8 @@
  * spin for 2 µs ("searching", at most half the pool), look a few more microseconds while
  * yielding the CPU, then park on the pool's event count (parking.c). A token push wakes parked
  * workers (two: the kernel picks which, and one sharing the submitter's busy CPU may wait a
- * time slice) only when no worker is searching, and a searcher that finds work wakes one more
- * if tokens are left, so bursts fan out without a wake per task.
+ * time slice) only when no worker is searching, and a worker that finds work after searching
+ * or parking wakes one more if tokens are left, so bursts fan out without a wake per task.
  *
  * Each task's body runs at the nice value of its QoS class and thread priority; the worker
  * changes its nice only when that differs from the class's value, and restores it after.
@@ -613,13 +613,20 @@ static void *op_worker_main(void *arg) {
                     op_event_cancel_wait(&pool->event);
                 } else if (!worker->spare) {
                     op_event_wait(&pool->event, key, OP_WAIT_FOREVER);
-                    continue;
+                    /* Woken: take work here, so that finding it wakes the next helper below.
+                     * Without that only searchers woke helpers: a burst of tokens pushed while
+                     * one worker searched (no push wakes anyone then) woke one helper, and on
+                     * 16 CPUs the other tokens waited behind blocked workers (issue 14). */
+                    queue = op_pool_take_token(pool, worker->node);
+                    if (!queue) continue;
                 } else {
                     op_event_wait(&pool->event, key, OP_SPARE_IDLE_NS);
                     continue; /* retires at the top when surplus */
                 }
             }
-            /* We stopped searching with work in hand: if more is waiting, wake a helper. */
+            /* We found work after searching or parking: if more is waiting, wake a helper, who
+             * does the same, so a burst of tokens wakes as many workers as it needs, one at a
+             * time, and no more. */
             atomic_thread_fence(memory_order_seq_cst);
             if (op_pool_has_tokens(pool)) op_event_notify(&pool->event, 1);
         }

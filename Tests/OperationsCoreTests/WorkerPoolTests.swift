@@ -71,6 +71,17 @@ struct WorkerPoolTests {
         #expect(left == 0, "spares still serving the class after the bodies returned: \(left)")
     }
 
+    @Test(arguments: allQoSClasses)
+    func asManyBlockingTasksAsWorkersAllRunAtOnceOnEveryWorker(qos: op_qos_t) throws {
+        // N tasks that each wait until all N run, on a queue N wide, for N = every CPU of the
+        // process: every worker of the class must take one (issue 14, item 1: on 16 CPUs a
+        // burst of tokens pushed while one worker searched woke one helper only).
+        for round in 0..<3 {
+            let ran = try runOneTaskOnEveryWorker(qos)
+            #expect(ran?.count == Int(op_runtime_worker_count(qos)), "round \(round), \(qosName(qos))")
+        }
+    }
+
     @Test func workersAsleepInWaitsGetSparesWhichLeaveAfterwards() throws {
         let workers = Int(currentTopology().cpu_count)
         let held = try makeQueue("held", width: 1)
