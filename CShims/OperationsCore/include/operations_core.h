@@ -28,6 +28,11 @@
  *   pointer return NULL and set errno. Running out of memory inside the scheduler (a ready queue
  *   that must grow) aborts with a message: the core never drops work.
  *
+ * THREADS
+ *   Per QoS class, one worker per CPU of the process's affinity mask, pinned, started on first
+ *   use; spares while bodies block (op_runtime_spare_workers); and one monitor thread for the
+ *   process ("op-monitor"), which sleeps while no work waits.
+ *
  * ENVIRONMENT (read once, when the runtime first starts)
  *   OPERATIONS_QOS_NICE      per-class nice values, e.g. "userInteractive=-8,background=15".
  *                            A malformed value is rejected whole with a message on stderr naming
@@ -325,9 +330,11 @@ int op_runtime_worker_count(op_qos_t qos);
 /** Spare threads serving a class now, and (in *peak, may be NULL) the most at once. A body that
  *  blocks in op_task_wait or op_queue_wait gets a spare thread to stand in for its worker while
  *  it sleeps, so nested waits cannot use up a class's workers (a default-width queue lends the
- *  sleeping task's slot meanwhile). Spares leave as soon as no blocked thread needs them (between
- *  tasks, or within 0.2 s when parked) and never take work from the pinned workers otherwise.
- *  At most 512 per class. */
+ *  sleeping task's slot meanwhile). A body that blocks anywhere else (a lock, a condition
+ *  variable, I/O, sleep) gets the same once the runtime's monitor thread sees it asleep while
+ *  work of its class waits: 10 to 20 ms after it blocked. Spares leave as soon as no blocked
+ *  thread needs them (between tasks, or within 0.2 s when parked) and never take work from the
+ *  pinned workers otherwise. At most 512 per class. */
 int op_runtime_spare_workers(op_qos_t qos, int *peak);
 
 typedef struct op_worker_info {
