@@ -85,16 +85,15 @@ typedef struct op_worker {
     pthread_t thread;
     _Atomic int tid;
     _Atomic int class_nice;
-    _Atomic uint64_t tasks;
     int current_nice;
     int base_nice;
     uint32_t nice_generation;
     bool spare;      /* started to stand in for a blocked thread; not in pool->workers */
-    uint64_t serial; /* tasks begun; the worker's own */
+    uint64_t serial; /* tasks taken; the worker's own copy of `run`'s serial */
     op_queue_t *queue; /* the queue of the running task; read by the monitor while it lends */
-    /* What the worker runs (OP_RUN_*). Written by the worker at each task's start and end,
-     * marked by the monitor; on the worker's own line, which the monitor reads every 10 ms at
-     * most. */
+    /* The tasks it took (op_runtime_worker_info reads them here) and what it runs (OP_RUN_*).
+     * Written by the worker at each task's start and end, marked by the monitor; on the
+     * worker's own line, which the monitor reads every 10 ms at most. */
     alignas(OP_CACHE_LINE) _Atomic uint64_t run;
     uint64_t monitor_seen;     /* `run` at the monitor's last look; the monitor's own */
     op_queue_t *monitor_lent;  /* the queue whose slot the monitor lent, taken back at the end */
@@ -177,6 +176,23 @@ static int op_task_wanted_nice(const op_task_t *task, const op_queue_t *queue) {
 
 static void op_pool_uncount_blocked(op_pool *pool);
 
+/* A blocked task's slot, lent to its queue while it sleeps: with the default width (one running
+ * task per worker) the task's worker is handed to a spare, so the queue may start one more.
+ * Returns the queue when its slot was lent (the caller takes it back), else NULL. seq_cst, like
+ * every change of `running`: claims compare-and-swap the same word, so none can start on a
+ * stale width once the slot is taken back. */
+static op_queue_t *op_queue_lend_slot(op_queue_t *queue) {
+    if (!queue || atomic_load_explicit(&queue->width, memory_order_relaxed) >= 0) return NULL;
+    atomic_fetch_sub_explicit(&queue->running, 1, memory_order_seq_cst);
+    return queue;
+}
+
+/* Takes a lent slot back (seq_cst, as above). The queue may run over its width until a drainer
+ * gives a slot back (op_queue_shrink_slot); nothing new starts meanwhile. */
+static void op_queue_take_back_slot(op_queue_t *queue) {
+    if (queue) atomic_fetch_add_explicit(&queue->running, 1, memory_order_seq_cst);
+}
+
 /* The task's body returned: clear `run`, and take back what the monitor lent for it. */
 static void op_worker_end_task(op_worker *worker) {
     uint64_t next = worker->serial << OP_RUN_SERIAL_SHIFT;
@@ -197,12 +213,8 @@ static void op_worker_end_task(op_worker *worker) {
         }
     }
     if (OP_LIKELY(!(old & OP_RUN_LENT))) return;
-    if (worker->monitor_lent) {
-        /* Take the lent slot back (seq_cst, as every change of `running`): the queue may run
-         * over its width until a drainer gives a slot back; nothing new starts meanwhile. */
-        atomic_fetch_add_explicit(&worker->monitor_lent->running, 1, memory_order_seq_cst);
-        worker->monitor_lent = NULL;
-    }
+    op_queue_take_back_slot(worker->monitor_lent);
+    worker->monitor_lent = NULL;
     op_pool_uncount_blocked(worker->pool);
 }
 
@@ -211,10 +223,10 @@ typedef enum { OP_RAN_FINISHED, OP_RAN_HANDED_OFF, OP_RAN_DEFERRED } op_run_resu
 static op_run_result op_worker_execute(op_worker *worker, op_queue_t *queue, op_task_t *task) {
     /* acquire: pairs with the releases that made the task ready (dependencies' finish). */
     uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_RUNNING, memory_order_acq_rel);
-    atomic_store_explicit(&worker->tasks,
-                          atomic_load_explicit(&worker->tasks, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    uint64_t serial = ++worker->serial;
     if ((old & OP_STATE_CANCELLED) && !(task->flags & OP_TASK_RUN_WHEN_CANCELLED)) {
+        /* relaxed: a count for introspection; no body runs, nothing for the monitor to see. */
+        atomic_store_explicit(&worker->run, serial << OP_RUN_SERIAL_SHIFT, memory_order_relaxed);
         op_task_finish(task);
         return OP_RAN_FINISHED;
     }
@@ -233,7 +245,7 @@ static op_run_result op_worker_execute(op_worker *worker, op_queue_t *queue, op_
     op_tls_queue = queue;
     worker->queue = queue;
     /* release: the monitor, which reads `queue` after its acquiring compare-and-swap. */
-    atomic_store_explicit(&worker->run, (++worker->serial << OP_RUN_SERIAL_SHIFT) | OP_RUN_IN_TASK,
+    atomic_store_explicit(&worker->run, (serial << OP_RUN_SERIAL_SHIFT) | OP_RUN_IN_TASK,
                           memory_order_release);
     task->fn(op_task_user_context(task));
     op_worker_end_task(worker);
@@ -412,15 +424,7 @@ void op_worker_will_block(void) {
                                                 memory_order_relaxed);
         lent_by_monitor = (old & (OP_RUN_LENT | OP_RUN_LENDING)) != 0;
     }
-    op_queue_t *queue = op_tls_queue;
-    if (queue && !lent_by_monitor && atomic_load_explicit(&queue->width, memory_order_relaxed) < 0) {
-        /* Default width means one running task per worker, and this task's worker is handed
-         * to a spare: lend its slot to the queue while it sleeps. seq_cst: like every change
-         * of `running`; claims CAS the same word, so none can start on a stale width once the
-         * slot is taken back. */
-        atomic_fetch_sub_explicit(&queue->running, 1, memory_order_seq_cst);
-        op_tls_lent_queue = queue;
-    }
+    if (!lent_by_monitor) op_tls_lent_queue = op_queue_lend_slot(op_tls_queue);
     if (op_pool_count_blocked(pool)) op_pool_start_spare(pool);
     /* The queue may now start one more of its tasks (on the spare, or any worker). */
     if (op_tls_lent_queue) op_queue_dispatch_sub(op_tls_lent_queue, 1, 0);
@@ -432,12 +436,8 @@ void op_worker_did_unblock(void) {
     if (op_tls_worker) {
         atomic_fetch_and_explicit(&op_tls_worker->run, ~OP_RUN_VISIBLE_WAIT, memory_order_relaxed);
     }
-    if (op_tls_lent_queue) {
-        /* Take the lent slot back (seq_cst, as above). The queue may now run over its width
-         * until a drainer gives a slot back (op_queue_shrink_slot); nothing new starts. */
-        atomic_fetch_add_explicit(&op_tls_lent_queue->running, 1, memory_order_seq_cst);
-        op_tls_lent_queue = NULL;
-    }
+    op_queue_take_back_slot(op_tls_lent_queue);
+    op_tls_lent_queue = NULL;
     op_pool_uncount_blocked(pool);
 }
 
@@ -463,15 +463,10 @@ static void op_pool_look_at(op_pool *pool, op_worker *worker) {
                                                  memory_order_acquire, memory_order_relaxed)) {
         return; /* the task ended, or a visible wait began */
     }
-    op_queue_t *queue = worker->queue;
-    bool lend = queue && atomic_load_explicit(&queue->width, memory_order_relaxed) < 0;
-    if (lend) {
-        /* As op_worker_will_block: one slot of the default width per blocked task. */
-        atomic_fetch_sub_explicit(&queue->running, 1, memory_order_seq_cst);
-        worker->monitor_lent = queue;
-    }
+    worker->monitor_lent = op_queue_lend_slot(worker->queue);
     bool start = op_pool_count_blocked(pool);
-    if (lend) op_queue_dispatch_sub(queue, 1, 0); /* may push a token: a spare takes it */
+    /* May push a token: a spare takes it. */
+    if (worker->monitor_lent) op_queue_dispatch_sub(worker->monitor_lent, 1, 0);
     /* release: the count and `monitor_lent` before LENT (the worker's acquiring end). The
      * exchange keeps a VISIBLE_WAIT bit set meanwhile. */
     atomic_fetch_xor_explicit(&worker->run, OP_RUN_LENDING | OP_RUN_LENT, memory_order_release);
@@ -680,7 +675,6 @@ static op_pool *op_pool_create(int qos) {
         worker->node = topology->cpu_node[i];
         atomic_init(&worker->tid, 0);
         atomic_init(&worker->class_nice, 0);
-        atomic_init(&worker->tasks, 0);
         atomic_init(&worker->run, 0);
         pthread_attr_t attr;
         pthread_attr_init(&attr);
@@ -741,6 +735,7 @@ int op_runtime_worker_info(op_qos_t qos, int index, op_worker_info_t *out) {
     out->cpu = worker->cpu;
     out->node = worker->node;
     out->class_nice = atomic_load_explicit(&worker->class_nice, memory_order_relaxed);
-    out->tasks = atomic_load_explicit(&worker->tasks, memory_order_relaxed);
+    /* relaxed: a count. */
+    out->tasks = atomic_load_explicit(&worker->run, memory_order_relaxed) >> OP_RUN_SERIAL_SHIFT;
     return 0;
 }

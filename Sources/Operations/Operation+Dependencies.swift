@@ -78,8 +78,7 @@ extension Operation {
     /// override `isReady` (and start itself from it), and observers want the "isReady" change.
     /// A plain BlockOperation without observers needs nothing: the core makes it ready.
     var needsReadinessAnnouncements: Bool {
-        ObjectIdentifier(type(of: self)) != ObjectIdentifier(BlockOperation.self) ||
-            state.load(ordering: .acquiring) & State.hasObservers != 0
+        !isPlainBlockOperation || state.load(ordering: .acquiring) & State.hasObservers != 0
     }
 
     /// A plain BlockOperation that gets its first observer: registers with the dependencies

@@ -15,7 +15,7 @@ extension Operation {
         let id = OperationObservation.nextID.add(1, ordering: .relaxed).newValue
         withExtras { $0.observers[key, default: [:]][id] = handler }
         let old = state.bitwiseOr(State.hasObservers, ordering: .acquiringAndReleasing).oldValue
-        if old & State.hasObservers == 0 && ObjectIdentifier(type(of: self)) == ObjectIdentifier(BlockOperation.self) {
+        if old & State.hasObservers == 0 && isPlainBlockOperation {
             registerWithUnfinishedDependencies() // see needsReadinessAnnouncements
         }
         return OperationObservation(operation: self, key: key, id: id)
@@ -40,7 +40,7 @@ extension Operation {
         }
         switch key {
         case "isFinished":
-            if state.load(ordering: .acquiring) & State.completed == 0 && isFinished { completeOnce() }
+            completeIfFinished()
         case "isReady":
             // Re-read through the getter (a subclass's override runs, also for an operation in
             // no queue), then let a queue that holds the operation back for it go on (O12).

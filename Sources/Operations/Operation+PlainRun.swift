@@ -25,7 +25,7 @@ extension Operation {
     ///
     /// Touches `self` no more once the core task completed: the caller holds no reference.
     func runPlainFromQueue() -> Bool {
-        guard ObjectIdentifier(type(of: self)) == ObjectIdentifier(BlockOperation.self) else { return false }
+        guard isPlainBlockOperation else { return false }
         var current = state.load(ordering: .acquiring)
         // cancelAllOperations may have cancelled the task in the core only (see runFromQueue).
         if current & Operation.plainRunBlockers != 0 || op_task_is_cancelled(task) { return false }

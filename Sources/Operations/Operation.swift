@@ -378,7 +378,20 @@ open class Operation: @unchecked Sendable {
         didChangeValue(forKey: "isFinished")
         // Finished means `isFinished` reads true: a subclass that keeps its own flag (or
         // combines it with super's) completes when it announces that flag (O5).
+        completeIfFinished()
+    }
+
+    /// Completes the operation once its `isFinished` reads true (the getter: a subclass may keep
+    /// its own flag); nothing before that, or once completed.
+    final func completeIfFinished() {
         if state.load(ordering: .acquiring) & State.completed == 0 && isFinished { completeOnce() }
+    }
+
+    /// Whether the operation is a `BlockOperation` itself, not a subclass: nothing of it can be
+    /// overridden (the queue's fast path; readiness announcements it cannot need).
+    @inline(__always)
+    final var isPlainBlockOperation: Bool {
+        ObjectIdentifier(type(of: self)) == ObjectIdentifier(BlockOperation.self)
     }
 
     /// Runs once per operation when it is finished: the completion block, then the core task
@@ -446,7 +459,7 @@ open class Operation: @unchecked Sendable {
         state.bitwiseAnd(~State.queueStarting, ordering: .releasing)
         // A subclass that finished without announcing it through didChangeValue still frees
         // its queue slot once start() returned.
-        if state.load(ordering: .acquiring) & State.completed == 0 && isFinished { completeOnce() }
+        completeIfFinished()
     }
 
     /// Drops the readiness hold, once, if one is taken.

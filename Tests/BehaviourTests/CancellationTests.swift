@@ -57,15 +57,15 @@ import Testing
         guard waitFor(executing, "the dependency to execute") else { return }
         let serial = OperationQueue()
         serial.maxConcurrentOperationCount = 1
-        let journal = Journal()
-        let cancelled = BlockOperation { journal.note("cancelled body") }
+        let journal = Recorder<String>()
+        let cancelled = BlockOperation { journal.append("cancelled body") }
         cancelled.addDependency(dependency)
-        let next = BlockOperation { journal.note("next") }
+        let next = BlockOperation { journal.append("next") }
         serial.addOperations([cancelled, next], waitUntilFinished: false)
         cancelled.cancel()
         #expect(eventually { cancelled.isFinished && next.isFinished },
                 "\(runtimeUnderTest): the serial queue waited for the cancelled operation's dependency")
-        #expect(journal.all == ["next"])
+        #expect(journal.snapshot == ["next"])
         // Foundation on Linux keeps unretained pointers to an operation's dependents: the
         // dependent must outlive the dependency's finish there.
         gate.open()

@@ -80,19 +80,19 @@ final class CountingReadinessOperation: Operation, @unchecked Sendable {
     @Test func D3_aDependencyAddedWhileTheQueueIsSuspendedHoldsTheOperation() {
         let queue = OperationQueue()
         queue.isSuspended = true
-        let journal = Journal()
+        let journal = Recorder<String>()
         let ran = Latch()
-        let operation = BlockOperation { journal.note("operation"); ran.open() }
+        let operation = BlockOperation { journal.append("operation"); ran.open() }
         queue.addOperation(operation)
         #expect(operation.isReady)
-        let dependency = BlockOperation { journal.note("dependency") }
+        let dependency = BlockOperation { journal.append("dependency") }
         operation.addDependency(dependency)
         #expect(!operation.isReady, "\(runtimeUnderTest): isReady after a new unfinished dependency")
         queue.isSuspended = false
         #expect(!ran.wait(seconds: Deadline.quietSeconds), "\(runtimeUnderTest): started before its new dependency finished")
         OperationQueue().addOperation(dependency)
         waitFor(ran, "the operation, once its new dependency finished")
-        #expect(journal.all == ["dependency", "operation"])
+        #expect(journal.snapshot == ["dependency", "operation"])
         queue.waitUntilAllOperationsAreFinished()
     }
 
@@ -104,12 +104,12 @@ final class CountingReadinessOperation: Operation, @unchecked Sendable {
         let blockerRunning = Latch()
         queue.addOperation { blockerRunning.open(); gate.wait() }
         guard waitFor(blockerRunning, "the operation holding the slot") else { return }
-        let journal = Journal()
+        let journal = Recorder<String>()
         let ran = Latch()
-        let operation = BlockOperation { journal.note("operation"); ran.open() }
-        let other = BlockOperation { journal.note("other") }
+        let operation = BlockOperation { journal.append("operation"); ran.open() }
+        let other = BlockOperation { journal.append("other") }
         queue.addOperations([operation, other], waitUntilFinished: false)
-        let dependency = BlockOperation { journal.note("dependency") }
+        let dependency = BlockOperation { journal.append("dependency") }
         operation.addDependency(dependency)
         #expect(!operation.isReady)
         gate.open()
@@ -117,7 +117,7 @@ final class CountingReadinessOperation: Operation, @unchecked Sendable {
         #expect(eventually { other.isFinished }, "the queue went on with its other operation")
         dependency.start()
         waitFor(ran, "the operation, once its new dependency finished")
-        #expect(journal.all == ["other", "dependency", "operation"])
+        #expect(journal.snapshot == ["other", "dependency", "operation"])
         queue.waitUntilAllOperationsAreFinished()
     }
 

@@ -68,13 +68,6 @@ func waitFor(_ latch: Latch, _ what: String, count target: Int = 1, seconds: Dou
     return false
 }
 
-/// Records the order in which things happened.
-final class Journal: @unchecked Sendable {
-    private let entries = Locked<[String]>([])
-    func note(_ entry: String) { entries.withLock { $0.append(entry) } }
-    var all: [String] { entries.withLock { $0 } }
-}
-
 /// Blocks operations' bodies until opened: they wait on an operation in no queue with
 /// `waitUntilFinished()` (a wait the runtime knows of), and `open()` starts it.
 final class OperationGate: @unchecked Sendable {
