@@ -14,7 +14,7 @@ import Testing
         queue.addOperation { _ = gate.wait(seconds: Deadline.seconds) }
         add(queue, log)
         gate.open()
-        queue.waitUntilAllOperationsAreFinished()
+        waitUntilAllOperationsAreFinished(queue)
         return log.snapshot
     }
 

@@ -46,8 +46,8 @@ import Testing
         #expect(!bodyRan.isOpen, "the cancelled operation's body ran")
         #expect(dependency.isExecuting, "the dependency was still executing throughout")
         gate.open()
-        dependencyQueue.waitUntilAllOperationsAreFinished()
-        queue.waitUntilAllOperationsAreFinished()
+        waitUntilAllOperationsAreFinished(dependencyQueue)
+        waitUntilAllOperationsAreFinished(queue)
     }
 
     @Test func O8_aCancelledOperationOnASerialQueueDoesNotWaitForItsDependencyOnAnotherQueue() {
@@ -69,7 +69,7 @@ import Testing
         // Foundation on Linux keeps unretained pointers to an operation's dependents: the
         // dependent must outlive the dependency's finish there.
         gate.open()
-        dependency.waitUntilFinished()
+        waitUntilFinished(dependency)
         withExtendedLifetime(cancelled) {}
     }
 
@@ -77,7 +77,7 @@ import Testing
         let queue = OperationQueue()
         let operation = BlockOperation {}
         queue.addOperation(operation)
-        operation.waitUntilFinished()
+        waitUntilFinished(operation)
         operation.cancel()
         #expect(!operation.isCancelled, "\(runtimeUnderTest): cancel() after finish set isCancelled")
 
@@ -135,7 +135,7 @@ import Testing
         waitFor(ran, "another operation while every worker is blocked in a body")
         #expect(holders.allSatisfy { $0.isExecuting }, "the blockers were executing throughout")
         release.open()
-        blockers.waitUntilAllOperationsAreFinished()
-        queue.waitUntilAllOperationsAreFinished()
+        waitUntilAllOperationsAreFinished(blockers)
+        waitUntilAllOperationsAreFinished(queue)
     }
 }

@@ -74,7 +74,7 @@ final class OwnFlagsOperation: Operation, @unchecked Sendable {
         waitFor(completed, "the completion block once isFinished reads true")
         waitFor(dependentRan, "the dependent once isFinished reads true")
         waitFor(nextRan, "the next operation of the serial queue")
-        queue.waitUntilAllOperationsAreFinished()
+        waitUntilAllOperationsAreFinished(queue)
         #expect(queue.operationCount == 0)
     }
 

@@ -13,7 +13,7 @@ import Testing
         for _ in 0..<50 {
             let operation = BlockOperation {}
             queue.addOperation(operation)
-            operation.waitUntilFinished()
+            waitUntilFinished(operation)
             #expect(eventually { queue.operationCount == 0 && queue.operations.isEmpty },
                     "\(runtimeUnderTest): a finished operation stayed counted")
         }
@@ -29,7 +29,7 @@ import Testing
             queue.addOperation { signalled.signal() }
             #expect(signalled.wait(timeout: .now() + Deadline.seconds) == .success)
             if queue.operationCount != 0 { stillCounted += 1 }
-            queue.waitUntilAllOperationsAreFinished()
+            waitUntilAllOperationsAreFinished(queue)
         }
         print("[OperationCountTests] \(runtimeUnderTest): operationCount still counted the operation in \(stillCounted) of \(tries) reads right after its body signalled")
     }

@@ -127,7 +127,7 @@ final class EveryMemberQueue: OperationQueue, @unchecked Sendable {
         #expect(!operation.isAsynchronous)
         queue.addOperation(operation)
         queue.addOperation(dependency)
-        operation.waitUntilFinished()
+        waitUntilFinished(operation)
         waitFor(completed, "the completion block of \(operation)")
         #expect(operation.isFinished && !operation.isExecuting && !operation.isCancelled)
         for member in ["start", "main", "addDependency", "removeDependency", "dependencies", "waitUntilFinished",
@@ -164,7 +164,7 @@ final class EveryMemberQueue: OperationQueue, @unchecked Sendable {
         queue.addBarrierBlock { ran.arrive() }
         queue.isSuspended = false
         waitFor(ran, "three operations and a barrier", count: 4)
-        queue.waitUntilAllOperationsAreFinished()
+        waitUntilAllOperationsAreFinished(queue)
         queue.cancelAllOperations()
         for member in ["name", "qualityOfService", "maxConcurrentOperationCount", "isSuspended", "addOperation",
                        "addOperation(block)", "addOperations", "addBarrierBlock", "waitUntilAllOperationsAreFinished",

@@ -29,7 +29,7 @@ import Testing
         #expect(listed.count == 1)
         #expect(listed.first?.qualityOfService == qos, "\(runtimeUnderTest): \(String(describing: listed.first?.qualityOfService))")
         queue.isSuspended = false
-        queue.waitUntilAllOperationsAreFinished()
+        waitUntilAllOperationsAreFinished(queue)
     }
 
     @Test func Q10_aNewQueueReportsDefaultQoS() {

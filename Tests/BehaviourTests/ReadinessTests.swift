@@ -73,7 +73,7 @@ final class CountingReadinessOperation: Operation, @unchecked Sendable {
         dependencyQueue.addOperation(dependency)
         queue.addOperation(operation)
         dependencyQueue.isSuspended = false
-        operation.waitUntilFinished()
+        waitUntilFinished(operation)
         #expect(operation.reads.withLock { $0 } > before, "\(runtimeUnderTest): isReady was never read")
     }
 
@@ -93,7 +93,7 @@ final class CountingReadinessOperation: Operation, @unchecked Sendable {
         OperationQueue().addOperation(dependency)
         waitFor(ran, "the operation, once its new dependency finished")
         #expect(journal.snapshot == ["dependency", "operation"])
-        queue.waitUntilAllOperationsAreFinished()
+        waitUntilAllOperationsAreFinished(queue)
     }
 
     @Test func D3_aDependencyAddedWhileTheOperationWaitsForASlotHoldsIt() {
@@ -118,7 +118,7 @@ final class CountingReadinessOperation: Operation, @unchecked Sendable {
         dependency.start()
         waitFor(ran, "the operation, once its new dependency finished")
         #expect(journal.snapshot == ["other", "dependency", "operation"])
-        queue.waitUntilAllOperationsAreFinished()
+        waitUntilAllOperationsAreFinished(queue)
     }
 
     @Test(.tags(.deliberateDifference))
@@ -169,7 +169,7 @@ final class CountingReadinessOperation: Operation, @unchecked Sendable {
         let dependency = BlockOperation {}
         operation.addDependency(dependency)
         gate.open()
-        operation.waitUntilFinished()
+        waitUntilFinished(operation)
         #expect(operation.isFinished && !dependency.isFinished)
         #expect(operation.dependencies.count == 1)
     }

@@ -162,10 +162,10 @@ final class GatedOperation: Operations.Operation, @unchecked Sendable {
             if token == nil { token = operation.observe(.isReady) { readyChanges.append($0.isReady) } }
             let queue = OperationQueue()
             queue.addOperation(first)
-            first.waitUntilFinished()
+            waitUntilFinished(first)
             #expect(readyChanges.snapshot.isEmpty, "announced with a dependency left (subclass: \(subclass))")
             queue.addOperation(second)
-            second.waitUntilFinished()
+            waitUntilFinished(second)
             #expect(eventually { readyChanges.count == 1 }, "no isReady change once the last dependency finished (subclass: \(subclass))")
             #expect(readyChanges.snapshot == [!subclass], "the change reads isReady through the getter (subclass: \(subclass))")
             withExtendedLifetime(token) {}
