@@ -1,6 +1,8 @@
 // Operation+Dependencies.swift — dependencies between operations, on any queue or none. The
 // graph itself lives in the core (an O(1) edge per dependency); the list kept here is what
-// `dependencies` reports, in the order they were added.
+// `dependencies` reports, in the order they were added. Also here: the readiness announcement
+// (a dependency tells its registered dependents when it finished, O12), dependencies the core
+// could no longer record (D3), and the search for a cycle that a blocked wait reports (D4).
 import Glibc
 import OperationsCore
 
@@ -61,7 +63,8 @@ extension Operation {
         }
     }
 
-    /// Whether every dependency that the core could not record (added late, D3) finished.
+    /// Whether every dependency in the list finished: the late ones (D3), which the core could
+    /// not record, are counted only here.
     var lateDependenciesFinished: Bool {
         readExtras(true) { extras in extras.dependencies.allSatisfy { op_task_is_finished($0.task) } }
     }
