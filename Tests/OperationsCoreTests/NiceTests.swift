@@ -173,14 +173,14 @@ struct NiceTests {
         try #require(setNiceTable(changed) == 0)
         #expect(niceTable() == changed)
         for qos in allQoSClasses {
-            let ran = try runOneTaskOnEveryWorker(qos)
+            let ran = try runTasksUntilEveryWorkerRanOne(qos)
             checkWorkers(qos, areAt: changed[Int(qos.rawValue)], ranOn: ran)
         }
 
         #expect(setNiceTable(original) == 0)
         #expect(niceTable() == original)
         for qos in allQoSClasses {
-            let ran = try runOneTaskOnEveryWorker(qos)
+            let ran = try runTasksUntilEveryWorkerRanOne(qos)
             checkWorkers(qos, areAt: original[Int(qos.rawValue)], ranOn: ran)
         }
     }
@@ -189,7 +189,7 @@ struct NiceTests {
                               sourceLocation: SourceLocation = #_sourceLocation) {
         let workers = workerInfos(qos)
         if let tids {
-            #expect(tids == Set(workers.map(\.tid)), "the tasks did not run on every \(qosName(qos)) worker",
+            #expect(Set(workers.map(\.tid)).isSubset(of: tids), "the tasks did not run on every \(qosName(qos)) worker",
                     sourceLocation: sourceLocation)
         }
         for info in workers {

@@ -110,6 +110,24 @@ func runOneTaskOnEveryWorker(_ qos: op_qos_t, sourceLocation: SourceLocation = #
     return Set(rendezvous.tids.withLock { $0 })
 }
 
+/// Rounds of `runOneTaskOnEveryWorker` until every worker of `qos` has run one task, at most
+/// `maxRounds`. A round's task may run on a spare instead of a worker: a body waiting at the
+/// rendezvous sleeps where the core cannot see, and when another worker is slow to wake (a
+/// nice-10 background worker on a loaded CPU) the monitor lends that task a spare. Returns the
+/// thread ids that ran tasks over all rounds (workers and spares), or nil when a round failed.
+func runTasksUntilEveryWorkerRanOne(_ qos: op_qos_t, maxRounds: Int = 20,
+                                    sourceLocation: SourceLocation = #_sourceLocation) throws -> Set<Int32>? {
+    op_runtime_start_workers(qos)
+    let workers = Set(workerInfos(qos).map(\.tid))
+    var ran: Set<Int32> = []
+    for _ in 0..<maxRounds {
+        guard let round = try runOneTaskOnEveryWorker(qos, sourceLocation: sourceLocation) else { return nil }
+        ran.formUnion(round)
+        if workers.isSubset(of: ran) { break }
+    }
+    return ran
+}
+
 /// op_queue_submit_batch over a Swift array.
 func submitBatch(_ queue: OpaquePointer, _ tasks: [OpaquePointer]) -> Int32 {
     let optional: [OpaquePointer?] = tasks
