@@ -52,6 +52,62 @@ uint64_t dispatch_baseline_serial(long n, int64_t *counter) {
     return elapsed;
 }
 
+uint64_t dispatch_baseline_independent_f(long n, void (*fn)(void *), void *context) {
+    dispatch_queue_t queue = dispatch_get_global_queue(DISPATCH_BASELINE_QOS_DEFAULT, 0);
+    dispatch_group_t group = dispatch_group_create();
+    uint64_t start = perf_now_ns();
+    for (long i = 0; i < n; i++) dispatch_group_async_f(group, queue, context, fn);
+    dispatch_group_wait(group, DISPATCH_TIME_FOREVER);
+    uint64_t elapsed = perf_now_ns() - start;
+    dispatch_release(group);
+    return elapsed;
+}
+
+/* S3: one level of the tree; an item of level d adds `fan` items of level d + 1. */
+typedef struct spawn_level {
+    dispatch_queue_t queue;
+    dispatch_group_t group;
+    int64_t *counter;
+    int fan;
+    struct spawn_level *next; /* NULL at the leaves */
+} spawn_level;
+
+static void spawn_step(void *context) {
+    spawn_level *level = context;
+    baseline_count_one(level->counter);
+    if (!level->next) return;
+    for (int i = 0; i < level->fan; i++) {
+        dispatch_group_async_f(level->group, level->queue, level->next, spawn_step);
+    }
+}
+
+uint64_t dispatch_baseline_spawn(int fan, int depth, int64_t *counter) {
+    spawn_level *levels = calloc((size_t)depth + 1, sizeof *levels);
+    dispatch_group_t group = dispatch_group_create();
+    for (int d = 0; d <= depth; d++) {
+        levels[d] = (spawn_level){dispatch_get_global_queue(DISPATCH_BASELINE_QOS_DEFAULT, 0), group,
+                                  counter, fan, d < depth ? &levels[d + 1] : NULL};
+    }
+    uint64_t start = perf_now_ns();
+    dispatch_group_async_f(group, levels[0].queue, &levels[0], spawn_step);
+    dispatch_group_wait(group, DISPATCH_TIME_FOREVER);
+    uint64_t elapsed = perf_now_ns() - start;
+    dispatch_release(group);
+    free(levels);
+    return elapsed;
+}
+
+dispatch_baseline_object dispatch_baseline_group_create(void) { return dispatch_group_create(); }
+
+void dispatch_baseline_group_add(dispatch_baseline_object group, long n, int64_t *counter) {
+    dispatch_queue_t queue = dispatch_get_global_queue(DISPATCH_BASELINE_QOS_DEFAULT, 0);
+    for (long i = 0; i < n; i++) dispatch_group_async_f(group, queue, counter, baseline_count_one);
+}
+
+void dispatch_baseline_group_wait(dispatch_baseline_object group) {
+    dispatch_group_wait(group, DISPATCH_TIME_FOREVER);
+}
+
 typedef struct graph_run graph_run;
 
 typedef struct graph_item {

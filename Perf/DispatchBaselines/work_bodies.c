@@ -1,5 +1,9 @@
 /* work_bodies.c — the bodies and measurements every competitor shares (see the header). */
+#define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
 #include "work_bodies.h"
+
+#include <errno.h>
+#include <sched.h>
 
 #include <malloc.h>
 #include <stdatomic.h>
@@ -16,6 +20,56 @@ static uint64_t load_cpu_ns = 1000000;
 void baseline_count_one(void *context) {
     /* relaxed: a tally read after the runtime's wait, which orders it. */
     atomic_fetch_add_explicit((_Atomic int64_t *)context, 1, memory_order_relaxed);
+}
+
+/* The spin loop: steps of a 64-bit LCG, each depending on the one before, so the compiler can
+ * neither vectorise nor drop it (the result goes to a volatile sink). */
+static volatile uint64_t spin_sink;
+
+static void spin(uint64_t iterations) {
+    uint64_t x = iterations | 1;
+    for (uint64_t i = 0; i < iterations; i++) x = x * 6364136223846793005u + 1442695040888963407u;
+    spin_sink = x;
+}
+
+void perf_spin_body(void *work) {
+    spin_work *w = work;
+    spin(w->iterations);
+    baseline_count_one(w->counter);
+}
+
+double perf_calibrate_spin(void) {
+    const uint64_t steps = 2000000;
+    uint64_t best = UINT64_MAX;
+    spin(steps); /* warm up (frequency, caches) */
+    for (int trial = 0; trial < 7; trial++) {
+        uint64_t start = perf_now_ns();
+        spin(steps);
+        uint64_t elapsed = perf_now_ns() - start;
+        if (elapsed < best) best = elapsed;
+    }
+    return (double)steps * 1000.0 / (double)(best ? best : 1);
+}
+
+int perf_restrict_to_cpus(int count) {
+    cpu_set_t current, wanted;
+    if (sched_getaffinity(0, sizeof current, &current) != 0) return errno;
+    if (count < 1 || count > CPU_COUNT(&current)) return EINVAL;
+    CPU_ZERO(&wanted);
+    int taken = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE && taken < count; cpu++) {
+        if (CPU_ISSET(cpu, &current)) {
+            CPU_SET(cpu, &wanted);
+            taken++;
+        }
+    }
+    return sched_setaffinity(0, sizeof wanted, &wanted) == 0 ? 0 : errno;
+}
+
+int perf_affinity_cpu_count(void) {
+    cpu_set_t current;
+    if (sched_getaffinity(0, sizeof current, &current) != 0) return 1;
+    return CPU_COUNT(&current);
 }
 
 size_t baseline_heap_in_use(void) {

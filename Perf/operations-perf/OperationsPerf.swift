@@ -1,6 +1,7 @@
 // OperationsPerf.swift — the `operations-perf` command: its options, and what it does with a
 // run's report (table on stdout, --json, --svg).
 import ArgumentParser
+import DispatchBaselines
 
 @main
 struct OperationsPerf: ParsableCommand {
@@ -19,14 +20,18 @@ struct OperationsPerf: ParsableCommand {
             fails the run); a watchdog turns a hang into an error naming the workload.
             Build with -c release.
 
-            Workloads (the default suite is W1-W11):
+            --cpus 2,4,8,16 runs the selection once per CPU count, each in a child
+            process pinned to that many CPUs (--pin-cpus), and adds a table and a chart
+            (cpus.svg) of ns/op against CPUs.
+
+            Workloads (the default suite is W1-W11 and S1-S3):
             \(WorkloadCatalog.helpText)
             """)
 
     @Flag(help: "A short run (under 20 s): smaller sizes, 3 rounds.")
     var quick = false
 
-    @Option(help: "Interleaved rounds of W1-W6, W8, W10, W11 (default 5; --quick 3).")
+    @Option(help: "Interleaved rounds of W1-W6, W8, W10, W11, S1-S3 (default 5; --quick 3).")
     var rounds: Int?
     @Option(help: "Interleaved rounds of W7 (default 3; --quick 2).")
     var latencyRounds: Int?
@@ -55,6 +60,12 @@ struct OperationsPerf: ParsableCommand {
     var prioritySeconds: Double?
     @Option(help: "Nice share: seconds per pair (default 0.4).")
     var shareSeconds: Double?
+    @Option(help: "S1: ms of task work per CPU in one run (default 50; --quick 10).")
+    var spinWorkMs: Double?
+    @Option(help: "S3: children each operation above the leaves adds (default 10).")
+    var spawnFan: Int?
+    @Option(help: "S3: levels below the root (default 5; --quick 4).")
+    var spawnDepth: Int?
     @Option(help: "Sweep: Foundation runs only up to this many ops.")
     var foundationCap = 100_000
 
@@ -67,6 +78,13 @@ struct OperationsPerf: ParsableCommand {
     @Option(help: "Run only these contenders (comma-separated: operations, core, foundation, dispatch).")
     var contenders: String?
 
+    @Option(help: ArgumentHelp(
+        "Run the selected workloads once per CPU count (comma-separated, e.g. 2,4,8,16), each in a child process restricted to that many CPUs; prints and charts ns/op and ratios per CPU count.",
+        valueName: "list"))
+    var cpus: String?
+    @Option(help: "Restrict this process to the first N CPUs of its affinity mask before anything runs (what --cpus gives each child).")
+    var pinCpus: Int?
+
     @Option(help: "Write every round of every figure to this JSON file.")
     var json: String?
     @Option(help: "Write SVG charts into this directory (created if missing).")
@@ -75,6 +93,17 @@ struct OperationsPerf: ParsableCommand {
     var watchdog = 120
 
     mutating func run() throws {
+        if let pinCpus {
+            // Before the runtimes start any thread: every thread after this inherits the mask.
+            let rc = perf_restrict_to_cpus(Int32(pinCpus))
+            guard rc == 0 else {
+                throw ValidationError("--pin-cpus \(pinCpus): the process has \(perf_affinity_cpu_count()) CPUs (error \(rc))")
+            }
+        }
+        if let cpus {
+            try CPUCountRuns.run(counts: try CPUCountRuns.parse(cpus), json: json, svg: svg)
+            return
+        }
         let config = try configuration()
         Watchdog.limitSeconds = watchdog
         Progress.start()
@@ -107,10 +136,14 @@ struct OperationsPerf: ParsableCommand {
         set(memoryOperations, \.memoryOperations)
         set(prioritySeconds, \.prioritySeconds)
         set(shareSeconds, \.shareSeconds)
+        set(spinWorkMs, \.spinWorkMs)
+        set(spawnFan, \.spawnFan)
+        set(spawnDepth, \.spawnDepth)
         guard sizes.operations >= 1, sizes.chain >= 1, sizes.grid >= 1, sizes.fanOutWidth >= 1, sizes.fanOutRounds >= 1,
               sizes.idleSamples >= 1, sizes.latencySamples >= 1, sizes.memoryOperations >= 1,
-              sizes.prioritySeconds > 0, sizes.shareSeconds > 0
-        else { throw ValidationError("sizes must be positive") }
+              sizes.prioritySeconds > 0, sizes.shareSeconds > 0, sizes.spinWorkMs > 0, sizes.spawnFan >= 2,
+              sizes.spawnDepth >= 0, S3Spawn.items(fan: sizes.spawnFan, depth: sizes.spawnDepth) <= 100_000_000
+        else { throw ValidationError("sizes must be positive (--spawn-fan at least 2, the tree at most 10^8 operations)") }
 
         let known = Set(WorkloadCatalog.entries.map(\.id))
         var selected = Set(WorkloadCatalog.defaultSuite)

@@ -21,7 +21,7 @@ struct SuiteConfiguration {
 enum Suite {
     static func run(_ config: SuiteConfiguration) throws -> SuiteReport {
         let machine = Machine.current
-        let throughput = WorkloadCatalog.throughput(config.sizes).filter { config.selected.contains($0.id) }
+        let throughput = WorkloadCatalog.throughput(config.sizes, cpus: machine.cpuCount).filter { config.selected.contains($0.id) }
         let competitors = config.competitors
         var report = SuiteReport(machine: machine, rounds: config.rounds, sizes: config.sizes)
 
@@ -60,7 +60,7 @@ enum Suite {
         let small = Sizes.verification
         let competitors = config.competitors
         let sweepIds: Set<String> = config.selected.contains(ScalingSweep.id) ? ["W1", "W4", "W5"] : []
-        for workload in WorkloadCatalog.throughput(small) where config.selected.union(sweepIds).contains(workload.id) {
+        for workload in WorkloadCatalog.throughput(small, cpus: machine.cpuCount) where config.selected.union(sweepIds).contains(workload.id) {
             try ThroughputRunner.verify(workload, on: competitors)
         }
         if config.selected.contains(W7Latency.id) {

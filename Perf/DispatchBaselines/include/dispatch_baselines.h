@@ -14,6 +14,15 @@ uint64_t dispatch_baseline_independent(long n, int64_t *counter);
 /* n items on a serial queue, then a group wait. */
 uint64_t dispatch_baseline_serial(long n, int64_t *counter);
 
+/* S1: n items running fn(context) with dispatch_group_async_f onto the default global queue,
+ * then a group wait. */
+uint64_t dispatch_baseline_independent_f(long n, void (*fn)(void *), void *context);
+
+/* S3: a tree of items on the default global queue, all in one group: each item counts one and,
+ * above `depth`, adds `fan` children from its own body; then a group wait for the whole tree
+ * (1 + fan + ... + fan^depth items). */
+uint64_t dispatch_baseline_spawn(int fan, int depth, int64_t *counter);
+
 /* A dependency graph of n items in CSR form: item i's successors are
  * successors[successor_start[i] ..< successor_start[i + 1]], and it has predecessor_count[i]
  * predecessors. Each item with predecessors waits on a group of them (entered once per
@@ -41,6 +50,13 @@ dispatch_baseline_object dispatch_baseline_concurrent_queue(const char *label);
 void dispatch_baseline_release(dispatch_baseline_object object);
 /* dispatch_async_f. */
 void dispatch_baseline_async(dispatch_baseline_object queue, void *context, void (*fn)(void *));
+
+/* S2: a group, counting items added from several threads onto the default global queue. */
+dispatch_baseline_object dispatch_baseline_group_create(void);
+/* n counting items with dispatch_group_async_f onto the default global queue. */
+void dispatch_baseline_group_add(dispatch_baseline_object group, long n, int64_t *counter);
+/* Waits for every item of the group. */
+void dispatch_baseline_group_wait(dispatch_baseline_object group);
 
 /* W8: a suspended concurrent queue and a group; fill it, then resume and wait for the group. */
 typedef struct dispatch_baseline_suspended dispatch_baseline_suspended;

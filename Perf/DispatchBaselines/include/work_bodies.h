@@ -13,6 +13,22 @@
 /* The throughput body: a relaxed atomic increment of *(int64_t *)counter. */
 void baseline_count_one(void *counter);
 
+/* S1's body: a fixed amount of CPU work (a dependent integer loop of `iterations` steps,
+ * calibrated once with perf_calibrate_spin), then a count into *counter. */
+typedef struct spin_work {
+    int64_t *counter;
+    uint64_t iterations;
+} spin_work;
+void perf_spin_body(void *work);
+/* Loop steps per µs of this CPU: the fastest of several timed runs on the calling thread. */
+double perf_calibrate_spin(void);
+
+/* Restricts the calling process to the first `count` CPUs of its affinity mask (threads created
+ * afterwards inherit it). 0, EINVAL when the mask holds fewer, or the error of the call. */
+int perf_restrict_to_cpus(int count);
+/* CPUs in the calling thread's affinity mask. */
+int perf_affinity_cpu_count(void);
+
 /* Heap bytes in use: glibc mallinfo2's uordblks (all arenas) plus hblkhd (mmap'd chunks). */
 size_t baseline_heap_in_use(void);
 /* Returns free heap memory to the system (malloc_trim), so RSS deltas count new pages. */

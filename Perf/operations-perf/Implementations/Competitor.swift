@@ -18,12 +18,32 @@ protocol Competitor: Sendable {
     /// W11: `n` operation objects, each made on the calling thread and released, never run, on
     /// one other thread (`HandOffRing`); nil when the competitor has no operation object.
     func runHandOff(_ n: Int, counter: Counter) throws -> UInt64?
+    /// S1: `n` items running the C body `body(context)`, added one by one from the calling thread
+    /// to a default-width queue, then a wait for all.
+    func runEach(_ n: Int, body: CBody, context: UnsafeMutableRawPointer) throws -> UInt64
+    /// S2: `n` counting items added to one shared default-width queue by `producers` threads at
+    /// once (the calling thread is one of them, `ProducerThreads`), then a wait for all.
+    func runProducers(_ n: Int, producers: Int, counter: Counter) throws -> UInt64
+    /// S3: a tree of counting items on one default-width queue, each item above the leaves
+    /// adding `fan` children to its own queue from its body, `depth` levels below the root;
+    /// then a wait for the whole tree.
+    func runSpawn(fan: Int, depth: Int, counter: Counter) throws -> UInt64
     /// W4–W6: every item of `graph` after its predecessors, then a wait for all.
     func runGraph(_ graph: TaskGraph, counter: Counter) throws -> UInt64
     /// W7, W9: queues laid out as `layout`, for submitting probe and load bodies one by one.
     func makeProbeTarget(_ layout: ProbeLayout) throws -> any ProbeTarget
     /// W8: a suspended queue of default width to fill and then drain.
     func makeSuspendedQueue() throws -> any SuspendedQueue
+}
+
+/// A C body: what every competitor runs for S1 (and what the core and dispatch take directly).
+typealias CBody = @convention(c) (UnsafeMutableRawPointer?) -> Void
+
+/// A value handed to other threads whose type does not say it may be (a queue of a generic API,
+/// a raw context pointer); the workload guarantees its safe use.
+struct Handed<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }
 
 /// All competitors, in table order.

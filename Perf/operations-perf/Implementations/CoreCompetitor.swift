@@ -17,6 +17,39 @@ struct CoreCompetitor: Competitor {
         return Clock.nanoseconds() - start
     }
 
+    func runEach(_ n: Int, body: CBody, context: UnsafeMutableRawPointer) throws -> UInt64 {
+        let queue = try makeQueue(width: .default)
+        defer { op_queue_release(queue) }
+        let start = Clock.nanoseconds()
+        for _ in 0..<n { op_queue_submit_f(queue, body, context) }
+        try wait(queue)
+        return Clock.nanoseconds() - start
+    }
+
+    func runProducers(_ n: Int, producers: Int, counter: Counter) throws -> UInt64 {
+        let queue = Handed(try makeQueue(width: .default))
+        defer { op_queue_release(queue.value) }
+        return try ProducerThreads.run(producers, items: n, add: { share in
+            for _ in 0..<share { op_queue_submit_f(queue.value, baseline_count_one, counter.pointer) }
+        }, wait: { try wait(queue.value) })
+    }
+
+    /// One `CoreSpawnLevel` per level; each task's context is its level.
+    func runSpawn(fan: Int, depth: Int, counter: Counter) throws -> UInt64 {
+        let queue = try makeQueue(width: .default)
+        defer { op_queue_release(queue) }
+        let levels = UnsafeMutablePointer<CoreSpawnLevel>.allocate(capacity: depth + 1)
+        defer { levels.deallocate() }
+        for level in 0...depth {
+            (levels + level).initialize(to: CoreSpawnLevel(
+                queue: queue, counter: counter.pointer, fan: fan, next: level < depth ? levels + level + 1 : nil))
+        }
+        let start = Clock.nanoseconds()
+        op_queue_submit_f(queue, coreSpawnStep, levels)
+        try wait(queue) // covers tasks submitted while it waits
+        return Clock.nanoseconds() - start
+    }
+
     /// `op_queue_submit_batch` of `n` tasks created in the timed section, then a queue wait.
     func runBatch(_ n: Int, counter: Counter) throws -> UInt64? {
         let queue = try makeQueue(width: .default)
@@ -94,6 +127,23 @@ struct CoreCompetitor: Competitor {
         op_queue_set_suspended(queue, true)
         return CoreSuspendedQueue(queue: queue)
     }
+}
+
+/// One level of S3's tree on the core: an item of this level counts one and submits `fan` items
+/// of the next level (none at the leaves).
+private struct CoreSpawnLevel {
+    let queue: OpaquePointer
+    let counter: UnsafeMutablePointer<Int64>
+    let fan: Int
+    let next: UnsafeMutablePointer<CoreSpawnLevel>?
+}
+
+/// S3's body on the core.
+private func coreSpawnStep(_ context: UnsafeMutableRawPointer?) {
+    let level = context!.assumingMemoryBound(to: CoreSpawnLevel.self).pointee
+    baseline_count_one(level.counter)
+    guard let next = level.next else { return }
+    for _ in 0..<level.fan { op_queue_submit_f(level.queue, coreSpawnStep, next) }
 }
 
 /// A new core queue, or a setup error.

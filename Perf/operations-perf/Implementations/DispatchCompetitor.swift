@@ -13,6 +13,24 @@ struct DispatchCompetitor: Competitor {
         }
     }
 
+    func runEach(_ n: Int, body: CBody, context: UnsafeMutableRawPointer) throws -> UInt64 {
+        dispatch_baseline_independent_f(n, body, context)
+    }
+
+    /// One group; each producer adds its share with dispatch_group_async_f onto the default
+    /// global queue.
+    func runProducers(_ n: Int, producers: Int, counter: Counter) throws -> UInt64 {
+        let group = Handed(dispatch_baseline_group_create())
+        defer { dispatch_baseline_release(group.value) }
+        return try ProducerThreads.run(producers, items: n, add: { share in
+            dispatch_baseline_group_add(group.value, share, counter.pointer)
+        }, wait: { dispatch_baseline_group_wait(group.value) })
+    }
+
+    func runSpawn(fan: Int, depth: Int, counter: Counter) throws -> UInt64 {
+        dispatch_baseline_spawn(Int32(fan), Int32(depth), counter.pointer)
+    }
+
     /// dispatch has no batch call: nil (W3 shows no dispatch column).
     func runBatch(_ n: Int, counter: Counter) throws -> UInt64? { nil }
 

@@ -3,7 +3,7 @@
 
 /// One library's Operation / OperationQueue: the two calls whose spelling differs (creating a
 /// queue and a BlockOperation); everything else goes through `PerfOperationQueue`.
-protocol OperationQueueAPI {
+protocol OperationQueueAPI: SendableMetatype {
     associatedtype Queue: PerfOperationQueue
     /// The competitor's name.
     static var name: String { get }
@@ -15,7 +15,7 @@ protocol OperationQueueAPI {
 
 /// The OperationQueue calls the workloads use; ours and Foundation's have them under these
 /// names, so each conforms with an empty extension.
-protocol PerfOperationQueue: AnyObject {
+protocol PerfOperationQueue: AnyObject, SendableMetatype {
     associatedtype Op: PerfOperation
     associatedtype QoS: RawRepresentable<Int>
     var maxConcurrentOperationCount: Int { get set }
@@ -27,7 +27,7 @@ protocol PerfOperationQueue: AnyObject {
 }
 
 /// The Operation calls the workloads use (as for `PerfOperationQueue`).
-protocol PerfOperation: AnyObject {
+protocol PerfOperation: AnyObject, SendableMetatype {
     associatedtype QoS: RawRepresentable<Int>
     associatedtype Priority: RawRepresentable<Int>
     var qualityOfService: QoS { get set }
@@ -79,6 +79,49 @@ struct OperationQueueCompetitor<API: OperationQueueAPI>: Competitor {
         for _ in 0..<n { queue.addOperation(API.makeOperation { counter.countOne() }) }
         queue.waitUntilAllOperationsAreFinished()
         return Clock.nanoseconds() - start
+    }
+
+    @_specialize(where API == OperationsAPI)
+    @_specialize(where API == FoundationAPI)
+    func runEach(_ n: Int, body: CBody, context: UnsafeMutableRawPointer) throws -> UInt64 {
+        let queue = API.makeQueue(width: .default, qos: nil)
+        let context = Handed(context)
+        let start = Clock.nanoseconds()
+        for _ in 0..<n { queue.addOperation(API.makeOperation { body(context.value) }) }
+        queue.waitUntilAllOperationsAreFinished()
+        return Clock.nanoseconds() - start
+    }
+
+    @_specialize(where API == OperationsAPI)
+    @_specialize(where API == FoundationAPI)
+    func runProducers(_ n: Int, producers: Int, counter: Counter) throws -> UInt64 {
+        let queue = Handed(API.makeQueue(width: .default, qos: nil))
+        return try ProducerThreads.run(producers, items: n, add: { share in
+            for _ in 0..<share { queue.value.addOperation(API.makeOperation { counter.countOne() }) }
+        }, wait: { queue.value.waitUntilAllOperationsAreFinished() })
+    }
+
+    @_specialize(where API == OperationsAPI)
+    @_specialize(where API == FoundationAPI)
+    func runSpawn(fan: Int, depth: Int, counter: Counter) throws -> UInt64 {
+        let queue = API.makeQueue(width: .default, qos: nil)
+        let start = Clock.nanoseconds()
+        queue.addOperation(Self.spawnNode(levelsBelow: depth, fan: fan, queue: Handed(queue), counter: counter))
+        // Children are added before their parent finishes, so the queue is never empty before
+        // the whole tree ran.
+        queue.waitUntilAllOperationsAreFinished()
+        return Clock.nanoseconds() - start
+    }
+
+    /// An S3 node: counts one, then adds `fan` nodes one level down to its own queue.
+    private static func spawnNode(levelsBelow: Int, fan: Int, queue: Handed<API.Queue>, counter: Counter) -> API.Queue.Op {
+        API.makeOperation {
+            counter.countOne()
+            guard levelsBelow > 0 else { return }
+            for _ in 0..<fan {
+                queue.value.addOperation(spawnNode(levelsBelow: levelsBelow - 1, fan: fan, queue: queue, counter: counter))
+            }
+        }
     }
 
     @_specialize(where API == OperationsAPI)

@@ -54,9 +54,55 @@ enum Goals {
                     Table.micro(probe.merged.p99) + " µs", probe.merged.p99 <= 100_000)
             }
         }
+        checks += manyCoreGoals(report)
         if let worst = report.niceShare.map(\.relativeError).max() {
             add("nice-share within 10% of the kernel's prediction", worst,
                 "worst pair \(Table.percent(worst)) off", worst <= 0.10)
+        }
+        return checks
+    }
+
+    /// Issue 14's goals: per workload against dispatch, S1's efficiency, S2 and S3.
+    private static func manyCoreGoals(_ report: SuiteReport) -> [GoalCheck] {
+        var checks: [GoalCheck] = []
+        func result(_ id: String) -> ThroughputResult? { report.throughput.first { $0.id == id } }
+        func add(_ goal: String, _ value: Double, _ text: String, _ met: Bool) {
+            if value.isFinite { checks.append(GoalCheck(goal: goal, measured: text, met: met)) }
+        }
+        for id in ["W6"] {
+            guard let result = result(id) else { continue }
+            let speedup = result.speedup("core")
+            add("\(id) core >= 1.5x dispatch", speedup, Table.ratio(speedup), speedup >= 1.5)
+        }
+        for id in ["W1", "W2", "W4", "W5", "W6"] {
+            guard let result = result(id) else { continue }
+            let speedup = result.speedup("operations")
+            add("\(id) operations >= 1x dispatch", speedup, Table.ratio(speedup), speedup >= 1)
+        }
+        let cpus = report.machine.cpuCount
+        for result in report.throughput where result.workNsPerItem == 20_000 {
+            for name in ours {
+                let value = S1Speedup.efficiency(workNsPerItem: 20_000, nsPerItem: result.median(name), cpus: cpus)
+                add("S1 20 µs \(name) efficiency >= 0.95 on \(cpus) CPUs", value, Table.fixed(value, 3), value >= 0.95)
+            }
+        }
+        for name in ours {
+            if let s2 = result("S2") {
+                let speedup = s2.speedup(name)
+                add("S2 \(name) >= 3x dispatch", speedup, Table.ratio(speedup), speedup >= 3)
+                if let w1 = result("W1") {
+                    // One producer's rate is W1's; the 8x goal is for 16 CPUs and more.
+                    let factor = w1.median(name) / s2.median(name)
+                    let goal = cpus >= 16 ? 8.0 : Double(cpus) / 2
+                    add("S2 \(name) rate >= \(Table.format(goal))x one producer's (W1) on \(cpus) CPUs", factor,
+                        Table.ratio(factor), factor >= goal)
+                }
+            }
+            if let s3 = result("S3") {
+                let speedup = s3.speedup(name), cost = s3.median(name)
+                add("S3 \(name) >= 3x dispatch", speedup, Table.ratio(speedup), speedup >= 3)
+                add("S3 \(name) <= 100 ns/op", cost, "\(Table.format(cost)) ns/op", cost <= 100)
+            }
         }
         return checks
     }

@@ -23,6 +23,8 @@ struct ThroughputResult: Codable {
     var name: String
     var size: String
     var items: Int
+    /// CPU work in one item's body, in ns (S1); nil for empty bodies.
+    var workNsPerItem: Double? = nil
     /// Competitors that ran it, in table order.
     var contenders: [String]
     /// Runs back to back per timed sample, per competitor.

@@ -7,6 +7,7 @@ enum Table {
             section("Throughput: ns per op, median of \(report.rounds) interleaved rounds; "
                     + "xdispatch = dispatch's time / its time in the same round (median; above 1 is faster)")
             throughputRows(report.throughput)
+            efficiencyRows(report.throughput, cpus: report.machine.cpuCount)
         }
         if !report.latency.isEmpty {
             section("W7 latency, submit call to first instruction, µs (all rounds in one HdrHistogram)")
@@ -49,11 +50,28 @@ enum Table {
     private static func throughputRows(_ results: [ThroughputResult]) {
         let names = Competitors.all.map(\.name)
         let others = names.filter { $0 != "dispatch" }
-        let widths = [4, 12, 15] + names.map { _ in 11 } + others.map { _ in 10 }
+        let widths = [4, 12, 19] + names.map { _ in 11 } + others.map { _ in 10 }
         row(["id", "workload", "size"] + names + others.map { "\($0.prefix(4))xdisp" }, widths)
         for result in results {
             row([result.id, result.name, result.size] + names.map { format(result.median($0)) }
                 + others.map { ratio(result.speedup($0)) }, widths)
+        }
+    }
+
+    /// S1: work / (wall × CPUs) per contender, one row per task size.
+    private static func efficiencyRows(_ results: [ThroughputResult], cpus: Int) {
+        let speedups = results.filter { $0.workNsPerItem != nil }
+        guard !speedups.isEmpty else { return }
+        let names = Competitors.all.map(\.name)
+        section("S1 efficiency on \(cpus) CPUs: work / (wall x CPUs), from the median ns per op")
+        let widths = [10] + names.map { _ in 11 }
+        row(["work"] + names, widths)
+        for result in speedups {
+            let work = result.workNsPerItem ?? 0
+            row([ChartStyle.duration(work)] + names.map { name in
+                let value = S1Speedup.efficiency(workNsPerItem: work, nsPerItem: result.median(name), cpus: cpus)
+                return value.isFinite ? fixed(value, 2) : "-"
+            }, widths)
         }
     }
 

@@ -27,7 +27,7 @@ enum ThroughputRunner {
         }
         var result = ThroughputResult(
             id: workload.id, name: workload.name, size: workload.size, items: workload.items,
-            contenders: applicable.map(\.name), repetitions: repetitions, rounds: [])
+            workNsPerItem: workload.workNsPerItem, contenders: applicable.map(\.name), repetitions: repetitions, rounds: [])
         for round in 0..<rounds {
             var record = ThroughputRound(order: [], nsPerItem: [:])
             for k in 0..<applicable.count {

@@ -11,6 +11,8 @@ struct ThroughputWorkload: Sendable {
     let size: String
     /// Items one run executes: what verification expects the counter to read.
     let items: Int
+    /// CPU work in one item's body, in ns (S1), for efficiency figures; nil for empty bodies.
+    var workNsPerItem: Double? = nil
     /// Runs the workload once on a competitor; nil when the competitor has no such call.
     let run: @Sendable (any Competitor, Counter) throws -> UInt64?
 }
@@ -35,16 +37,23 @@ struct Sizes: Codable, Sendable {
     var prioritySeconds = 1.0
     /// Nice-share: seconds each pair shares the CPUs.
     var shareSeconds = 0.4
+    /// S1: ms of task work per CPU in one run.
+    var spinWorkMs = 50.0
+    /// S3: children per operation, and levels below the root.
+    var spawnFan = 10
+    var spawnDepth = 5
 
     /// The sizes of the verification runs (small, counted).
     static let verification = Sizes(
         operations: 1000, chain: 1000, grid: 10, fanOutWidth: 8, fanOutRounds: 4, idleSamples: 20,
-        latencySamples: 200, memoryOperations: 1000, prioritySeconds: 0.05, shareSeconds: 0.05)
+        latencySamples: 200, memoryOperations: 1000, prioritySeconds: 0.05, shareSeconds: 0.05,
+        spinWorkMs: 1, spawnFan: 4, spawnDepth: 3)
 
     /// `--quick`: about a tenth of the default.
     static let quick = Sizes(
         operations: 20_000, chain: 1_000, grid: 30, fanOutWidth: 50, fanOutRounds: 10, idleSamples: 100,
-        latencySamples: 2_000, memoryOperations: 20_000, prioritySeconds: 0.2, shareSeconds: 0.15)
+        latencySamples: 2_000, memoryOperations: 20_000, prioritySeconds: 0.2, shareSeconds: 0.15,
+        spinWorkMs: 10, spawnFan: 10, spawnDepth: 4)
 }
 
 /// Every workload's id and help text, for `--help` and `--only`.
@@ -61,12 +70,15 @@ enum WorkloadCatalog {
         (W9Priority.id, W9Priority.help),
         (W10ByHand.id, W10ByHand.help),
         (W11HandOff.id, W11HandOff.help),
+        (S1Speedup.id, S1Speedup.help),
+        (S2Producers.id, S2Producers.help),
+        (S3Spawn.id, S3Spawn.help),
         (ScalingSweep.id, ScalingSweep.help),
         (NiceShare.id, NiceShare.help),
     ]
 
     /// The ids the default suite runs.
-    static let defaultSuite = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11"]
+    static let defaultSuite = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "S1", "S2", "S3"]
 
     /// The catalogue as `--help` prints it: each entry re-wrapped to 78 columns under its id.
     static var helpText: String {
@@ -85,8 +97,8 @@ enum WorkloadCatalog {
         }.joined(separator: "\n")
     }
 
-    /// The throughput workloads (W1–W6, W10, W11) at `sizes`.
-    static func throughput(_ sizes: Sizes) -> [ThroughputWorkload] {
+    /// The throughput workloads (W1–W6, W10, W11, S1–S3) at `sizes`, for a process of `cpus`.
+    static func throughput(_ sizes: Sizes, cpus: Int) -> [ThroughputWorkload] {
         [
             W1Independent.workload(sizes.operations),
             W2Serial.workload(sizes.operations),
@@ -96,6 +108,9 @@ enum WorkloadCatalog {
             W6FanOutFanIn.workload(width: sizes.fanOutWidth, rounds: sizes.fanOutRounds),
             W10ByHand.workload(sizes.operations),
             W11HandOff.workload(sizes.operations),
+        ] + S1Speedup.workloads(cpus: cpus, workMsPerCPU: sizes.spinWorkMs) + [
+            S2Producers.workload(sizes.operations, producers: cpus),
+            S3Spawn.workload(fan: sizes.spawnFan, depth: sizes.spawnDepth),
         ]
     }
 }
