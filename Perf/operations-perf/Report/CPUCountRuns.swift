@@ -47,7 +47,7 @@ enum CPUCountRuns {
                 .appendingPathComponent("operations-perf-\(getpid())-\(count).json").path
             defer { try? FileManager.default.removeItem(atPath: file) }
             print("\n==== \(count) CPU\(count == 1 ? "" : "s"): operations-perf --pin-cpus \(count) " + passed.joined(separator: " "))
-            fflush(stdout) // the header before the child's own output
+            fflush(nil) // the header before the child's own output (nil: every output stream)
             let child = Process()
             child.executableURL = URL(fileURLWithPath: executable)
             child.arguments = ["--pin-cpus", "\(count)", "--json", file] + passed
