@@ -62,6 +62,8 @@ struct op_ready_queue {
 };
 void op_ready_queue_init(op_ready_queue_t *queue, uint32_t initial_capacity);
 void op_ready_queue_deinit(op_ready_queue_t *queue);
+/* True when a band from `band` up may hold an item; a hint, like op_fifo_maybe_nonempty. */
+bool op_ready_queue_maybe_nonempty_from(const op_ready_queue_t *queue, op_priority_t band);
 
 /* ---- parking.c ------------------------------------------------------------------------------ */
 
@@ -229,6 +231,11 @@ op_task_t *op_queue_take_ready(op_queue_t *queue);
 void op_queue_push_ready(op_queue_t *queue, op_task_t *task);
 /* Puts back a task popped while the queue was being suspended. */
 void op_queue_stash(op_queue_t *queue, op_task_t *task);
+/* The finish hand-off: claims `task`, which just became ready (the caller won its QUEUED bit;
+ * `state` is the word it left), for the worker draining `queue` on this thread, when a pop would
+ * return it anyway (no stashed task, no entry in its band or above). True: it is claimed (as
+ * op_queue_take_ready claims) and the caller must not push it. */
+bool op_queue_claim_for_drainer(op_queue_t *queue, op_task_t *task, uint32_t state);
 
 /* Number of slots the queue may hold at once, with the default resolved against its pool. */
 int op_queue_effective_width(op_queue_t *queue);
@@ -255,6 +262,14 @@ extern _Thread_local op_task_t *op_tls_task;
 extern _Thread_local op_queue_t *op_tls_queue;
 /* The queue whose slot the calling worker holds while draining it (keeps it alive). */
 extern _Thread_local op_queue_t *op_tls_draining;
+/* The finish hand-off (task.c): a worker sets `op_tls_hand_off_allowed` around the finish of a
+ * task it ran; the first dependent of the same queue that this finish makes ready, and that a
+ * pop would return next anyway, is claimed into `op_tls_handed_off` instead of being pushed,
+ * and the worker runs it next: no ready-queue push and pop, no token, and the task stays on
+ * the CPU whose cache holds what its dependency wrote (a chain runs on one worker). The worker
+ * takes it before anything else runs on its thread, or stashes it when it leaves the queue. */
+extern _Thread_local bool op_tls_hand_off_allowed;
+extern _Thread_local op_task_t *op_tls_handed_off;
 /* ---- blocked_worker_monitor.c --------------------------------------------------------------- */
 
 /* The monitor's tick (the worker pool's): looks at the workers, true while work waits. */

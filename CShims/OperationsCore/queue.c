@@ -223,6 +223,21 @@ op_task_t *op_queue_take_ready(op_queue_t *queue) {
 
 
 
+bool op_queue_claim_for_drainer(op_queue_t *queue, op_task_t *task, uint32_t state) {
+    /* relaxed: hints. A task stashed or pushed before this check by a thread we synchronised
+     * with is seen (we acquired its effects through the finish); one pushed concurrently has
+     * no order against this one, so either outcome keeps priority and FIFO order. */
+    if (atomic_load_explicit(&queue->stashed, memory_order_relaxed) != 0) return false;
+    op_priority_t band = (op_priority_t)atomic_load_explicit((_Atomic uint8_t *)&task->priority,
+                                                             memory_order_relaxed);
+    if (op_ready_queue_maybe_nonempty_from(&queue->ready, band)) return false;
+    /* acq_rel: the same claim as op_queue_claim_entry's (TAKEN), against a re-band's CAS on the
+     * same word: if a re-band or a cancel changed the word since we won QUEUED, we fail and the
+     * caller pushes as usual. */
+    return atomic_compare_exchange_strong_explicit(&task->state, &state, state | OP_STATE_TAKEN,
+                                                   memory_order_acq_rel, memory_order_relaxed);
+}
+
 void op_queue_stash(op_queue_t *queue, op_task_t *task) {
     op_fifo_push(&queue->stash, task);
     /* release: a worker that sees the count (acquire) finds the task in the stash. */

@@ -234,6 +234,14 @@ void *op_ready_queue_pop(op_ready_queue_t *queue) {
     return NULL;
 }
 
+bool op_ready_queue_maybe_nonempty_from(const op_ready_queue_t *queue, op_priority_t band) {
+    if ((unsigned)band >= OP_PRIORITY_COUNT) band = OP_PRIORITY_NORMAL;
+    for (int b = OP_PRIORITY_COUNT - 1; b >= (int)band; b--) {
+        if (op_fifo_maybe_nonempty(&queue->bands[b])) return true;
+    }
+    return false;
+}
+
 bool op_ready_queue_maybe_nonempty(const op_ready_queue_t *queue) {
     for (int band = OP_PRIORITY_COUNT - 1; band >= 0; band--) {
         if (op_fifo_maybe_nonempty(&queue->bands[band])) return true;

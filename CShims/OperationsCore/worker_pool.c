@@ -227,6 +227,7 @@ static op_run_result op_worker_execute(op_worker *worker, op_queue_t *queue, op_
     if ((old & OP_STATE_CANCELLED) && !(task->flags & OP_TASK_RUN_WHEN_CANCELLED)) {
         /* relaxed: a count for introspection; no body runs, nothing for the monitor to see. */
         atomic_store_explicit(&worker->run, serial << OP_RUN_SERIAL_SHIFT, memory_order_relaxed);
+        op_tls_hand_off_allowed = true; /* cleared by the finish */
         op_task_finish(task);
         return OP_RAN_FINISHED;
     }
@@ -265,11 +266,22 @@ static op_run_result op_worker_execute(op_worker *worker, op_queue_t *queue, op_
                                                   memory_order_acq_rel);
         return (after & OP_STATE_FINISHED) ? OP_RAN_FINISHED : OP_RAN_HANDED_OFF;
     }
+    op_tls_hand_off_allowed = true; /* cleared by the finish */
     op_task_finish(task);
     return OP_RAN_FINISHED;
 }
 
 /* ---- draining one queue --------------------------------------------------------------------- */
+
+/* Before the worker leaves the queue (or may give up its slot): the task a finish handed to it
+ * (op_tls_handed_off, claimed like a popped task) goes to the stash, where the next drainer
+ * takes it first, as it does with tasks put back while suspending. */
+static void op_worker_stash_hand_off(op_queue_t *queue) {
+    op_task_t *task = op_tls_handed_off;
+    if (!task) return;
+    op_tls_handed_off = NULL;
+    op_queue_stash(queue, task);
+}
 
 /* Gives back a slot when the queue was narrowed below its running count; true if we did. */
 static bool op_queue_shrink_slot(op_queue_t *queue) {
@@ -306,21 +318,33 @@ static void op_worker_drain(op_worker *worker, op_queue_t *queue) {
     op_tls_draining = queue;
     for (;;) {
         if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) {
+            op_worker_stash_hand_off(queue); /* before the slot goes: release_slot sees it */
             if (op_queue_release_slot(queue)) continue; /* resumed meanwhile */
             break;
         }
-        if (OP_UNLIKELY(op_queue_shrink_slot(queue))) break;
+        /* relaxed: a first look; op_queue_shrink_slot decides with a compare-and-swap. */
+        if (OP_UNLIKELY(atomic_load_explicit(&queue->running, memory_order_relaxed) >
+                        op_queue_effective_width(queue))) {
+            op_worker_stash_hand_off(queue); /* while we still hold the slot */
+            if (op_queue_shrink_slot(queue)) break;
+        }
         int qos = atomic_load_explicit(&queue->qos, memory_order_relaxed);
         if (OP_UNLIKELY(qos != pool->qos)) {
             /* The queue moved to another class: hand our slot to that class's workers. Settle
              * the count while the slot keeps the queue alive; the push is our last touch. */
             op_pool *target = op_pool_for((op_qos_t)qos);
+            op_worker_stash_hand_off(queue);
             op_tls_draining = NULL;
             op_queue_busy_sub(queue, finished);
             op_pool_push_token(target, queue);
             return;
         }
-        op_task_t *task = op_queue_take_ready(queue);
+        op_task_t *task = op_tls_handed_off;
+        if (task) {
+            op_tls_handed_off = NULL; /* a pop would have returned it: see op_queue_claim_for_drainer */
+        } else {
+            task = op_queue_take_ready(queue);
+        }
         if (!task) {
             if (!op_pool_has_tokens(pool) && op_worker_linger(pool, queue)) continue;
             if (op_queue_release_slot(queue)) continue;
@@ -360,6 +384,7 @@ static void op_worker_drain(op_worker *worker, op_queue_t *queue) {
             if (op_pool_has_tokens(pool)) {
                 /* Let other queues run: settle the count while we still hold the slot, then
                  * hand the slot back to the pool as a token (our last touch). */
+                op_worker_stash_hand_off(queue);
                 op_tls_draining = NULL;
                 op_queue_busy_sub(queue, finished);
                 op_pool_push_token(pool, queue);
