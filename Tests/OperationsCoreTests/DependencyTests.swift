@@ -66,6 +66,37 @@ private let logIndexBody: TaskBody = { context in
     entry.log.append(entry.index)
 }
 
+/// A body that logs its index, then waits (bounded) until the test opens the gate.
+private final class GatedEntry: @unchecked Sendable {
+    let entry: OrderEntry
+    let started = Latch()
+    let gate = Latch()
+    init(_ entry: OrderEntry) { self.entry = entry }
+}
+
+private let gatedBody: TaskBody = { context in
+    let gated = contextObject(context, as: GatedEntry.self)
+    gated.entry.log.append(gated.entry.index)
+    gated.started.arrive()
+    _ = gated.gate.wait(seconds: Limits.waitSeconds)
+}
+
+/// A body that logs its index, then suspends its queue.
+private final class SuspendingEntry: @unchecked Sendable {
+    let entry: OrderEntry
+    let queue: SendablePointer
+    init(_ entry: OrderEntry, queue: OpaquePointer) {
+        self.entry = entry
+        self.queue = SendablePointer(queue)
+    }
+}
+
+private let suspendingBody: TaskBody = { context in
+    let suspending = contextObject(context, as: SuspendingEntry.self)
+    suspending.entry.log.append(suspending.entry.index)
+    op_queue_set_suspended(suspending.queue.raw, true)
+}
+
 /// Records whether the body saw itself cancelled.
 private let cancelAwareBody: TaskBody = { context in
     let graph = contextObject(context, as: Graph.self)
@@ -158,6 +189,53 @@ struct DependencyTests {
         #expect(order.indices == Array(0..<64))
         op_task_release(root)
         dependents.forEach { op_task_release($0) }
+    }
+
+    @Test func aDependentReadiedByAFinishStartsAfterOlderAndHigherPriorityTasksOfItsQueue() throws {
+        // The finish hand-off runs a dependent next on the finishing worker only when a pop
+        // would return it next anyway. Here the queue holds an older normal task and a veryHigh
+        // one when the root finishes: a serial queue then runs veryHigh, older, dependent.
+        let order = OrderLog()
+        let queue = try makeQueue("serial, hand-off checks", width: 1)
+        defer { op_queue_release(queue) }
+        let gated = GatedEntry(OrderEntry(order, 0))
+        let root = try makeTask(gatedBody, contextPointer(gated))
+        let older = try makeTask(logIndexBody, contextPointer(OrderEntry(order, 1)))
+        let high = try makeTask(logIndexBody, contextPointer(OrderEntry(order, 2)), priority: OP_PRIORITY_VERY_HIGH)
+        let dependent = try makeTask(logIndexBody, contextPointer(OrderEntry(order, 3)))
+        defer { [root, older, high, dependent].forEach { op_task_release($0) } }
+        #expect(op_task_add_dependency(dependent, root) == 0)
+        #expect(op_queue_submit(queue, root) == 0)
+        try #require(gated.started.wait(seconds: Limits.waitSeconds), "the root never started")
+        for task in [older, high, dependent] { #expect(op_queue_submit(queue, task) == 0) }
+        gated.gate.open()
+        #expect(waitFor(queue: queue, "the serial queue"))
+        #expect(order.indices == [0, 2, 1, 3])
+    }
+
+    @Test func aDependentReadiedByAFinishWaitsWhileTheFinishSuspendedItsQueue() throws {
+        // A chain on one queue whose first body suspends the queue: the dependent its finish
+        // readies (handed to the finishing worker) must wait for the resume, and then run.
+        for width in [Int32(1), OP_WIDTH_DEFAULT] {
+            let order = OrderLog()
+            let queue = try makeQueue("chain that suspends", width: width)
+            defer { op_queue_release(queue) }
+            let first = try makeTask(suspendingBody, contextPointer(SuspendingEntry(OrderEntry(order, 0), queue: queue)))
+            let second = try makeTask(logIndexBody, contextPointer(OrderEntry(order, 1)))
+            let third = try makeTask(logIndexBody, contextPointer(OrderEntry(order, 2)))
+            defer { [first, second, third].forEach { op_task_release($0) } }
+            #expect(op_task_add_dependency(second, first) == 0)
+            #expect(op_task_add_dependency(third, second) == 0)
+            for task in [first, second, third] { #expect(op_queue_submit(queue, task) == 0) }
+            guard waitFor(first, "the first link") else { continue }
+            quietPeriod(0.05) // the second link would start within this if the suspension were missed
+            #expect(!op_task_is_executing(second) && !op_task_is_finished(second),
+                    "width \(width): the second link ran while its queue was suspended")
+            #expect(order.indices == [0], "width \(width)")
+            op_queue_set_suspended(queue, false)
+            #expect(waitFor(queue: queue, "the resumed queue"))
+            #expect(order.indices == [0, 1, 2], "width \(width)")
+        }
     }
 
     @Test func fanInSinkRunsAfterAllThousandSources() throws {
