@@ -30,30 +30,8 @@ extern void dispatch_release(void *object);
 
 #include <stdlib.h>
 
-/* n items onto `queue` in one group, then a group wait; returns the elapsed ns. */
-static uint64_t run_group(dispatch_queue_t queue, long n, int64_t *counter) {
-    dispatch_group_t group = dispatch_group_create();
-    uint64_t start = perf_now_ns();
-    for (long i = 0; i < n; i++) dispatch_group_async_f(group, queue, counter, baseline_count_one);
-    dispatch_group_wait(group, DISPATCH_TIME_FOREVER);
-    uint64_t elapsed = perf_now_ns() - start;
-    dispatch_release(group);
-    return elapsed;
-}
-
-uint64_t dispatch_baseline_independent(long n, int64_t *counter) {
-    return run_group(dispatch_get_global_queue(DISPATCH_BASELINE_QOS_DEFAULT, 0), n, counter);
-}
-
-uint64_t dispatch_baseline_serial(long n, int64_t *counter) {
-    dispatch_queue_t queue = dispatch_queue_create("perf.serial", DISPATCH_QUEUE_SERIAL);
-    uint64_t elapsed = run_group(queue, n, counter);
-    dispatch_release(queue);
-    return elapsed;
-}
-
-uint64_t dispatch_baseline_independent_f(long n, void (*fn)(void *), void *context) {
-    dispatch_queue_t queue = dispatch_get_global_queue(DISPATCH_BASELINE_QOS_DEFAULT, 0);
+/* n items fn(context) onto `queue` in one group, then a group wait; returns the elapsed ns. */
+static uint64_t run_group(dispatch_queue_t queue, long n, dispatch_function_t fn, void *context) {
     dispatch_group_t group = dispatch_group_create();
     uint64_t start = perf_now_ns();
     for (long i = 0; i < n; i++) dispatch_group_async_f(group, queue, context, fn);
@@ -61,6 +39,22 @@ uint64_t dispatch_baseline_independent_f(long n, void (*fn)(void *), void *conte
     uint64_t elapsed = perf_now_ns() - start;
     dispatch_release(group);
     return elapsed;
+}
+
+uint64_t dispatch_baseline_independent(long n, int64_t *counter) {
+    return run_group(dispatch_get_global_queue(DISPATCH_BASELINE_QOS_DEFAULT, 0), n,
+                     baseline_count_one, counter);
+}
+
+uint64_t dispatch_baseline_serial(long n, int64_t *counter) {
+    dispatch_queue_t queue = dispatch_queue_create("perf.serial", DISPATCH_QUEUE_SERIAL);
+    uint64_t elapsed = run_group(queue, n, baseline_count_one, counter);
+    dispatch_release(queue);
+    return elapsed;
+}
+
+uint64_t dispatch_baseline_independent_f(long n, void (*fn)(void *), void *context) {
+    return run_group(dispatch_get_global_queue(DISPATCH_BASELINE_QOS_DEFAULT, 0), n, fn, context);
 }
 
 /* S3: one level of the tree; an item of level d adds `fan` items of level d + 1. */

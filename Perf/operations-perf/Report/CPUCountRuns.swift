@@ -56,21 +56,11 @@ enum CPUCountRuns {
             guard child.terminationReason == .exit, child.terminationStatus == 0 else {
                 throw PerfError.setup("the child run on \(count) CPUs failed (status \(child.terminationStatus))")
             }
-            let decoder = JSONDecoder()
-            decoder.nonConformingFloatDecodingStrategy = .convertFromString(
-                positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-            let childReport = try decoder.decode(SuiteReport.self, from: Data(contentsOf: URL(fileURLWithPath: file)))
-            report.runs.append(CPUCountRun(cpus: count, report: childReport))
+            report.runs.append(CPUCountRun(cpus: count, report: try JSONReport.read(SuiteReport.self, from: file)))
         }
         report.goals = goals(report.runs)
         CPUCountTable.print(report)
-        if let json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            encoder.nonConformingFloatEncodingStrategy = .convertToString(
-                positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-            try encoder.encode(report).write(to: URL(fileURLWithPath: json))
-        }
+        if let json { try JSONReport.write(report, to: json) }
         if let svg {
             try FileManager.default.createDirectory(atPath: svg, withIntermediateDirectories: true)
             let path = (svg as NSString).appendingPathComponent("cpus.svg")

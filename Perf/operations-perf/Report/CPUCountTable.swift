@@ -40,15 +40,8 @@ enum CPUCountTable {
                 }
             }
         }
-        if !report.goals.isEmpty {
-            Swift.print("\nGoals across CPU counts")
-            for goal in report.goals {
-                Swift.print((goal.met ? "met   " : "MISSED") + "  " + goal.goal.padding(64) + goal.measured)
-            }
-        }
+        Table.goalRows("Goals across CPU counts", report.goals)
     }
 
-    private static func row(_ cells: [String], _ widths: [Int]) {
-        Swift.print(zip(cells, widths).map { $0.padding($1) }.joined().trimmingTrailingSpaces)
-    }
+    private static func row(_ cells: [String], _ widths: [Int]) { Table.row(cells, widths) }
 }

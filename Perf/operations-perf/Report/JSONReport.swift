@@ -1,13 +1,20 @@
-// JSONReport.swift — `--json FILE`: the whole SuiteReport, every round included.
+// JSONReport.swift — `--json FILE`: the whole report, every round included; and reading it back.
 import Foundation
 
-/// Writes a report as pretty-printed JSON.
+/// Writes reports as pretty-printed JSON, and reads them back (`--cpus` children's reports).
 enum JSONReport {
-    static func write(_ report: SuiteReport, to path: String) throws {
+    static func write(_ report: some Encodable, to path: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         encoder.nonConformingFloatEncodingStrategy = .convertToString(
             positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
         try encoder.encode(report).write(to: URL(fileURLWithPath: path))
+    }
+
+    static func read<Report: Decodable>(_ type: Report.Type, from path: String) throws -> Report {
+        let decoder = JSONDecoder()
+        decoder.nonConformingFloatDecodingStrategy = .convertFromString(
+            positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+        return try decoder.decode(type, from: Data(contentsOf: URL(fileURLWithPath: path)))
     }
 }

@@ -39,11 +39,15 @@ enum Table {
                     [40, 9, 15, 15, 8])
             }
         }
-        if !report.goals.isEmpty {
-            section("Goals")
-            for goal in report.goals {
-                Swift.print((goal.met ? "met   " : "MISSED") + "  " + goal.goal.padding(64) + goal.measured)
-            }
+        goalRows("Goals", report.goals)
+    }
+
+    /// The goals under `title`, one line each (nothing when there are none).
+    static func goalRows(_ title: String, _ goals: [GoalCheck]) {
+        guard !goals.isEmpty else { return }
+        section(title)
+        for goal in goals {
+            Swift.print((goal.met ? "met   " : "MISSED") + "  " + goal.goal.padding(64) + goal.measured)
         }
     }
 
@@ -100,7 +104,8 @@ enum Table {
         Swift.print(title)
     }
 
-    private static func row(_ cells: [String], _ widths: [Int]) {
+    /// One row: each cell padded to its width.
+    static func row(_ cells: [String], _ widths: [Int]) {
         Swift.print(zip(cells, widths).map { $0.padding($1) }.joined().trimmingTrailingSpaces)
     }
 
