@@ -9,7 +9,10 @@
  *
  * A worker with a token drains that queue: it pops the queue's highest-priority ready task,
  * runs it, and goes on while the queue has work and its slot is still allowed; after a budget
- * of tasks it puts the token back so other queues of the class get their turn. Idle workers
+ * of tasks it puts the token back so other queues of the class get their turn. A dependent of
+ * the same queue that a finish makes ready, and that a pop would return next anyway, is handed
+ * straight to the finishing worker instead of going through the ready queue (the finish
+ * hand-off, internal.h); the worker runs it next or stashes it when it leaves the queue. Idle workers
  * spin for 2 µs ("searching", at most half the pool), look a few more microseconds while
  * yielding the CPU, then park on the pool's event count (parking.c). A token push wakes parked
  * workers (two: the kernel picks which, and one sharing the submitter's busy CPU may wait a
