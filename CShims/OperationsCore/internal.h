@@ -4,8 +4,11 @@
  * The data's path: op_queue_submit (queue.c) → a task whose dependencies are done goes into its
  * queue's op_ready_queue (ready_queue.c) → the queue claims a slot of its width and pushes a
  * token (the queue pointer) into the worker pool of its QoS class (worker_pool.c), waking a
- * parked worker (parking.c) → the worker drains the queue, running tasks at their nice value
- * (nice.c) → finishing a task releases its dependents (task.c).
+ * parked worker (parking.c) → the worker drains the queue (drain.c), running tasks at their nice
+ * value (nice.c) → finishing a task releases its dependents (task.c). Work released on a worker
+ * that drains the queue (a body's submits to its own queue, dependents made ready by a finish)
+ * stays on that worker: the finish hand-off, then its local run queue (local_run_queue.c), from
+ * which the queue's other drainers steal.
  */
 #ifndef OPERATIONS_CORE_INTERNAL_H
 #define OPERATIONS_CORE_INTERNAL_H
@@ -83,6 +86,40 @@ int64_t op_now_ns(void);
 #define OP_WAIT_SPIN_NS 20000
 /* One pause of such a spin loop: CPU pauses for the first microsecond, then sched_yield. */
 void op_spin_pause(int64_t spun_ns);
+
+/* ---- local_run_queue.c ------------------------------------------------------------------ */
+
+#define OP_LOCAL_RUN_QUEUE_SIZE 256 /* a power of two */
+
+/* A pinned worker's own run queue (see local_run_queue.c): owner pushes and pops, other drainers
+ * of the same queue steal half. Entries are ready-queue entries (tagged task pointers). */
+typedef struct op_local_run_queue {
+    alignas(OP_CACHE_LINE) _Atomic uint64_t head; /* consumers: position | generation << 32 */
+    alignas(OP_CACHE_LINE) _Atomic uint32_t tail; /* written by the owner only */
+    op_queue_t *_Atomic queue;                    /* whose tasks the entries are; the owner's */
+    void *_Atomic slots[OP_LOCAL_RUN_QUEUE_SIZE];
+} op_local_run_queue;
+
+void op_local_run_queue_init(op_local_run_queue *ring);
+/* Owner: appends an entry; false when full (the caller puts it in the queue's bands). */
+bool op_local_run_queue_push(op_local_run_queue *ring, void *entry);
+/* Owner: the oldest entry without taking it, or NULL. */
+void *op_local_run_queue_peek(op_local_run_queue *ring);
+/* Owner: takes the oldest entry, or NULL. */
+void *op_local_run_queue_pop(op_local_run_queue *ring);
+/* Any thread: false when it may hold an entry (a hint). */
+bool op_local_run_queue_is_empty(const op_local_run_queue *ring);
+/* A thief draining `queue`: moves half (rounded up) of `victim`'s entries, if they are
+ * `queue`'s, into its own empty ring `thief`; returns how many. */
+uint32_t op_local_run_queue_steal(op_local_run_queue *victim, op_local_run_queue *thief,
+                                  op_queue_t *queue);
+/* A thread draining `queue` that has no ring of its own (a spare): takes one entry of
+ * `victim`'s, if they are `queue`'s, or NULL. */
+void *op_local_run_queue_steal_one(op_local_run_queue *victim, op_queue_t *queue);
+/* Owner: the empty ring now holds `queue`'s tasks. */
+void op_local_run_queue_serve(op_local_run_queue *ring, op_queue_t *queue);
+/* Owner: the empty ring holds no queue's tasks any more (a new generation). */
+void op_local_run_queue_retire(op_local_run_queue *ring);
 
 /* ---- task.c --------------------------------------------------------------------------------- */
 
@@ -176,9 +213,12 @@ typedef struct op_pool op_pool;
 struct op_queue {
     /* Written by producers. */
     alignas(OP_CACHE_LINE) _Atomic uint64_t busy; /* unfinished tasks + claimed slots */
-    /* Written when slots are claimed or released (rare with draining workers). */
-    alignas(OP_CACHE_LINE) _Atomic int32_t running; /* claimed slots = tasks running or about to */
+    /* Written when slots are claimed or released, and by drainers that run dry (rare while
+     * the queue has work). Low half: claimed slots (tasks running or about to); high half:
+     * drainers that ran dry and look for more before giving their slot back (OP_SLOTS_*). */
+    alignas(OP_CACHE_LINE) _Atomic uint64_t slots;
     _Atomic int32_t width;                           /* as set; OP_WIDTH_DEFAULT allowed */
+    _Atomic uint32_t bands_used; /* bit per band that ever held a task in `ready`; set once */
     _Atomic bool suspended;
     _Atomic int32_t qos;
     _Atomic uint32_t refs;       /* handles + 1 while busy > 0 */
@@ -212,6 +252,11 @@ struct op_queue {
     _Atomic uint64_t registry_finishes_at_compaction;
 };
 
+/* queue->slots: claimed slots in the low half, idle drainers in the high half. */
+#define OP_SLOTS_IDLE_ONE (UINT64_C(1) << 32)
+static inline int32_t op_slots_running(uint64_t word) { return (int32_t)(uint32_t)word; }
+static inline uint32_t op_slots_idle(uint64_t word) { return (uint32_t)(word >> 32); }
+
 /* registry.c */
 void op_registry_add(op_queue_t *queue, op_task_t *task);
 void op_registry_compact_if_idle(op_queue_t *queue);
@@ -226,9 +271,14 @@ void op_registry_destroy(op_queue_t *queue);
 bool op_queue_has_ready(op_queue_t *queue);
 /* Takes the next task to start: the stash first, then the highest non-empty band. */
 op_task_t *op_queue_take_ready(op_queue_t *queue);
+/* Claims the task a ready-queue entry stands for: true for its one current entry (the task is
+ * then TAKEN), false for an entry a re-band made stale (its reference is dropped). */
+bool op_queue_claim_entry(void *entry, op_task_t **out);
 /* Pushes a task that just became ready (the caller won its QUEUED bit, or re-bands it) into its
  * band, tagged with its current generation. */
 void op_queue_push_ready(op_queue_t *queue, op_task_t *task);
+/* Pushes an entry taken from a local run queue back into its task's band. */
+void op_queue_push_entry(op_queue_t *queue, void *entry);
 /* Puts back a task popped while the queue was being suspended. */
 void op_queue_stash(op_queue_t *queue, op_task_t *task);
 /* The finish hand-off: claims `task`, which just became ready (the caller won its QUEUED bit;
@@ -236,40 +286,98 @@ void op_queue_stash(op_queue_t *queue, op_task_t *task);
  * return it anyway (no stashed task, no entry in its band or above). True: it is claimed (as
  * op_queue_take_ready claims) and the caller must not push it. */
 bool op_queue_claim_for_drainer(op_queue_t *queue, op_task_t *task, uint32_t state);
+/* Work released on the worker that drains `queue` (the caller won the task's QUEUED bit): into
+ * that worker's local run queue, when the queue is wide, the task's band is normal and there is
+ * room; then one more drainer is claimed if none is idle and the width allows (at most once per
+ * task the worker runs), or, if a drainer idles, the local run queue is handed to the bands for
+ * it. False when the caller must push it into the bands and dispatch as usual. */
+bool op_queue_push_local(op_queue_t *queue, op_task_t *task);
 
 /* Number of slots the queue may hold at once, with the default resolved against its pool. */
 int op_queue_effective_width(op_queue_t *queue);
 /* Claims up to max_tokens slots for ready tasks and hands them to the pool as tokens, then
- * subtracts `sub` busy units the caller held. Its last touch of the queue is a token push or
- * the subtraction, so the queue may be freed the moment it returns. */
+ * subtracts `sub` busy units the caller held. It claims nothing while a drainer idles (that one
+ * takes the work). Its last touch of the queue is a token push or the subtraction, so the queue
+ * may be freed the moment it returns. */
 void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub);
+/* A drainer found work waiting behind the task it took: claims one more slot and hands it to
+ * the pool, unless a drainer idles, the width is reached or (without `work_waits`, which says
+ * the caller knows of some) the bands are empty. */
+void op_queue_ramp_up(op_queue_t *queue, bool work_waits);
 /* Claims the task, registers it (tracking queues) and, when nothing holds it, puts it in the
- * bands without waking a worker: the caller dispatches. Returns 0 or EBUSY. */
-int op_queue_submit_one(op_queue_t *queue, op_task_t *task);
+ * bands, or, with `allow_local`, in the calling drainer's local run queue, without waking a
+ * worker for the bands: the caller dispatches when *pushed_shared. Returns 0 or EBUSY. */
+int op_queue_submit_one(op_queue_t *queue, op_task_t *task, bool allow_local, bool *pushed_shared);
 void op_queue_busy_add(op_queue_t *queue, uint64_t count);
 /* Subtracts from busy; at zero wakes waiters and drops the busy reference (may free). */
 void op_queue_busy_sub(op_queue_t *queue, uint64_t count);
-/* The queue gives up a slot; returns true when the caller re-claimed it to go on draining. */
-bool op_queue_release_slot(op_queue_t *queue);
+/* The queue gives up a slot (and an idle mark, with `idle`); returns true when the caller
+ * re-claimed it to go on draining because work showed up (in the bands or a local run queue). */
+bool op_queue_release_slot(op_queue_t *queue, bool idle);
+/* A blocked task's slot, lent to its default-width queue while it sleeps (worker_pool.c):
+ * returns the queue when its slot was lent (the caller takes it back), else NULL. */
+op_queue_t *op_queue_lend_slot(op_queue_t *queue);
+/* Takes a lent slot back (NULL: nothing was lent). */
+void op_queue_take_back_slot(op_queue_t *queue);
+/* After the monitor lent a slot: claims one for the queue's waiting work, in its bands or a
+ * worker's local run queue (the blocked worker's, say), whether or not a drainer idles. */
+void op_queue_dispatch_lent(op_queue_t *queue);
+
+/* ---- drain.c -------------------------------------------------------------------------------- */
+
+/* What the thread that drains a queue keeps for itself (a worker or spare holding a slot). */
+typedef struct op_drain {
+    op_queue_t *queue;         /* the queue whose slot this thread holds (keeps it alive) */
+    op_local_run_queue *local; /* this worker's local run queue while it serves `queue`, else NULL */
+    /* The finish hand-off: the worker sets `hand_off_allowed` around the finish of a task it
+     * ran; the first dependent of the same queue that this finish makes ready, and that a pop
+     * would return next anyway, is claimed into `handed_off` instead of being pushed, and the
+     * worker runs it next: no ready-queue push and pop, no token, and the task stays on the CPU
+     * whose cache holds what its dependency wrote (a chain runs on one worker). The worker takes
+     * it before anything else runs on its thread, or stashes it when it leaves the queue. */
+    op_task_t *handed_off;
+    bool hand_off_allowed;
+    bool ramped;      /* claimed one more drainer for work the running task released */
+    uint64_t credit;  /* busy units taken ahead for tasks that bodies submit to `queue` */
+} op_drain;
+extern _Thread_local op_drain op_tls_drain;
+
+/* The worker pool's call for a token: drains `queue` while the slot allows. */
+void op_drain_queue(op_queue_t *queue);
+/* The calling drainer's local run queue goes back to its queue's bands (before it sleeps in a
+ * wait, so that nothing it released waits for it). */
+void op_drain_flush_local(void);
+/* Takes one busy unit for a task submitted to `queue`: from the calling drainer's credit when it
+ * drains `queue`, else from the queue's counter. */
+void op_drain_busy_add_one(op_queue_t *queue);
 
 /* ---- worker_pool.c -------------------------------------------------------------------------- */
 
 op_pool *op_pool_for(op_qos_t qos);
 /* Hands a token (queue with a claimed slot) to the pool and wakes a worker if none searches. */
 void op_pool_push_token(op_pool *pool, op_queue_t *queue);
+/* True when a token may wait in the pool (a hint). */
+bool op_pool_has_tokens(op_pool *pool);
+/* The pool of the worker or spare on this thread, or NULL. */
+op_pool *op_pool_current(void);
+/* The class a pool serves (op_qos_t). */
+int op_pool_qos(const op_pool *pool);
+/* The local run queue of the pinned worker on this thread; NULL on spares and other threads. */
+op_local_run_queue *op_worker_local_run_queue(void);
+/* For a drainer of `queue` that found nothing: takes an entry of `queue` from another worker's
+ * local run queue (with `thief`, half of that worker's entries move into it and one is
+ * returned), or NULL. */
+void *op_pool_steal(op_pool *pool, op_local_run_queue *thief, op_queue_t *queue);
+/* True when some worker's local run queue may hold a task of `queue` (a hint). */
+bool op_pool_local_work(op_pool *pool, op_queue_t *queue);
+/* Before a task of `queue` runs on this worker: the class's current nice value. */
+void op_worker_refresh_nice(void);
+typedef enum { OP_RAN_FINISHED, OP_RAN_HANDED_OFF, OP_RAN_DEFERRED } op_run_result;
+/* Runs one claimed task of `queue` on this worker or spare, at its nice value. */
+op_run_result op_worker_execute(op_queue_t *queue, op_task_t *task);
 /* Sets the thread-locals seen by op_task_current / op_queue_current. */
 extern _Thread_local op_task_t *op_tls_task;
 extern _Thread_local op_queue_t *op_tls_queue;
-/* The queue whose slot the calling worker holds while draining it (keeps it alive). */
-extern _Thread_local op_queue_t *op_tls_draining;
-/* The finish hand-off (task.c): a worker sets `op_tls_hand_off_allowed` around the finish of a
- * task it ran; the first dependent of the same queue that this finish makes ready, and that a
- * pop would return next anyway, is claimed into `op_tls_handed_off` instead of being pushed,
- * and the worker runs it next: no ready-queue push and pop, no token, and the task stays on
- * the CPU whose cache holds what its dependency wrote (a chain runs on one worker). The worker
- * takes it before anything else runs on its thread, or stashes it when it leaves the queue. */
-extern _Thread_local bool op_tls_hand_off_allowed;
-extern _Thread_local op_task_t *op_tls_handed_off;
 /* ---- blocked_worker_monitor.c --------------------------------------------------------------- */
 
 /* The monitor's tick (the worker pool's): looks at the workers, true while work waits. */

@@ -1,23 +1,36 @@
 /*
- * queue.c — queues: width, suspension, QoS, five priority bands, waits and lifetime.
+ * queue.c — queues: width, suspension, QoS, five priority bands, slots, waits and lifetime.
  *
  * A queue holds its ready tasks in its own op_ready_queue, so priority order holds among its
  * tasks at every width: a worker picks the next task at the moment it can run one. Workers
  * never see tasks directly: a queue with ready tasks and a free slot (running < width) claims
  * the slot and hands a token (the queue pointer) to the worker pool of its QoS class. The
- * worker holding the token drains the queue, task after task, keeping the slot; it gives the
- * slot back when the queue is empty, suspended or narrowed. The add → run → finish path takes
- * no lock: producers push and read `running`; workers pop and count finishes in batches.
+ * worker holding the token drains the queue (drain.c), task after task, keeping the slot; it
+ * gives the slot back when the queue is empty, suspended or narrowed. The add → run → finish
+ * path takes no lock.
  *
- * No lost work between "producer pushes, sees all slots taken" and "worker finds the queue
- * empty, gives its slot back": each side writes (push / running--), issues a seq_cst fence,
- * then reads the other's location (running / the bands), so at least one sees the other and
- * claims a slot again (Dekker).
+ * How many drainers a queue gets (the waking policy, after tokio's and Go's "searching"
+ * workers): a drainer that runs dry marks itself idle in `slots` while it looks for more work
+ * (a few microseconds) before it gives its slot back. A submit claims a new slot only while no
+ * drainer of the queue idles: an idle one takes the task. A drainer that takes a task and sees
+ * more waiting claims one more slot if none idles (op_queue_ramp_up), so a backlog draws
+ * drainers one at a time and a trickle keeps one or two, instead of one per free slot fighting
+ * over each task.
  *
- * Lifetime: `busy` counts unfinished tasks plus claimed slots. While busy > 0 the queue holds
- * one extra reference (taken on 0 → 1, dropped on 1 → 0), so a queue whose last handle is
- * released lives until its last task finished. Every path touches the queue last with its
- * busy subtraction or a token push, so nothing reads a queue after it could be freed.
+ * Work released on a drainer of the queue (a body's submits, dependents readied by a finish)
+ * goes to that worker's local run queue (op_queue_push_local) and costs no shared line; the
+ * queue's other drainers steal from it (drain.c, worker_pool.c).
+ *
+ * No lost work between "producer pushes, sees no free slot or an idle drainer" and "drainer
+ * finds the queue empty, gives its slot back": each side writes (push / slots), issues a
+ * seq_cst fence, then reads the other's location (slots / the bands and local run queues), so at
+ * least one sees the other and claims a slot again (Dekker).
+ *
+ * Lifetime: `busy` counts unfinished tasks plus claimed slots (plus the credit a drainer took
+ * ahead for its bodies' submits, drain.c). While busy > 0 the queue holds one extra reference
+ * (taken on 0 → 1, dropped on 1 → 0), so a queue whose last handle is released lives until its
+ * last task finished. Every path touches the queue last with its busy subtraction or a token
+ * push, so nothing reads a queue after it could be freed.
  */
 #include "internal.h"
 
@@ -35,8 +48,9 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
         return NULL;
     }
     atomic_init(&queue->busy, 0);
-    atomic_init(&queue->running, 0);
+    atomic_init(&queue->slots, 0);
     atomic_init(&queue->width, width);
+    atomic_init(&queue->bands_used, 0);
     atomic_init(&queue->suspended, false);
     atomic_init(&queue->qos, (int32_t)qos);
     atomic_init(&queue->refs, 1);
@@ -137,19 +151,22 @@ void op_queue_busy_sub(op_queue_t *queue, uint64_t count) {
 }
 
 void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub) {
-    /* seq_cst: the caller's push into the bands is ordered before our read of `running` and
+    /* seq_cst: the caller's push into the bands is ordered before our read of `slots` and
      * `suspended` (Dekker with op_queue_release_slot). */
     atomic_thread_fence(memory_order_seq_cst);
     int claimed = 0;
+    uint64_t word = atomic_load_explicit(&queue->slots, memory_order_relaxed);
     while (claimed < max_tokens) {
         if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) break;
-        int32_t running = atomic_load_explicit(&queue->running, memory_order_relaxed);
-        if (running >= op_queue_effective_width(queue)) break;
+        /* An idle drainer takes the work (it looks at the bands after marking itself idle). */
+        if (op_slots_idle(word) != 0) break;
+        if (op_slots_running(word) >= op_queue_effective_width(queue)) break;
         if (!op_queue_has_ready(queue)) break;
         /* seq_cst: a claimed slot is part of the same Dekker pair. */
-        if (atomic_compare_exchange_weak_explicit(&queue->running, &running, running + 1,
+        if (atomic_compare_exchange_weak_explicit(&queue->slots, &word, word + 1,
                                                   memory_order_seq_cst, memory_order_relaxed)) {
             claimed++;
+            word++;
         }
     }
     if (claimed == 0) {
@@ -167,25 +184,97 @@ void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub) {
     for (int i = 0; i < claimed; i++) op_pool_push_token(pool, queue); /* last touch */
 }
 
+void op_queue_ramp_up(op_queue_t *queue, bool work_waits) {
+    /* relaxed: a hint. Missing a chance to ramp up loses nothing (the submitters' claims and
+     * the drainers' checks when they give slots back keep work from being stranded); the
+     * compare-and-swap below decides. */
+    uint64_t word = atomic_load_explicit(&queue->slots, memory_order_relaxed);
+    for (;;) {
+        if (op_slots_idle(word) != 0) return;
+        if (op_slots_running(word) >= op_queue_effective_width(queue)) return;
+        if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) return;
+        if (!work_waits && !op_queue_has_ready(queue)) return;
+        /* seq_cst: as every claim of a slot (see op_queue_release_slot). */
+        if (atomic_compare_exchange_weak_explicit(&queue->slots, &word, word + 1,
+                                                  memory_order_seq_cst, memory_order_relaxed)) {
+            break;
+        }
+    }
+    /* The caller drains the queue (its slot keeps it alive): add the new slot's unit, then hand
+     * it out. */
+    op_queue_busy_add(queue, 1);
+    op_pool_push_token(op_pool_for(op_queue_qos(queue)), queue);
+}
+
 bool op_queue_has_ready(op_queue_t *queue) {
     /* relaxed: a hint, like maybe_nonempty; the Dekker fences around its callers order it. */
     return atomic_load_explicit(&queue->stashed, memory_order_relaxed) != 0 ||
            op_ready_queue_maybe_nonempty(&queue->ready);
 }
 
-void op_queue_push_ready(op_queue_t *queue, op_task_t *task) {
+/* Notes that `band` holds or held a task, for the drainers' one-load check of the bands above
+ * their local run queue's (drain.c). Written once per band per queue. */
+static void op_queue_note_band(op_queue_t *queue, op_priority_t band) {
+    uint32_t bit = UINT32_C(1) << band;
+    /* relaxed: a hint read by drainers; a drainer that misses a fresh bit takes the task on
+     * its next look at the bands, at the latest when its local run queue is empty. */
+    if (!(atomic_load_explicit(&queue->bands_used, memory_order_relaxed) & bit)) {
+        atomic_fetch_or_explicit(&queue->bands_used, bit, memory_order_relaxed);
+    }
+}
+
+static void op_queue_push_band(op_queue_t *queue, void *entry, op_priority_t band) {
+    if ((unsigned)band >= OP_PRIORITY_COUNT) band = OP_PRIORITY_NORMAL;
+    op_queue_note_band(queue, band);
+    op_ready_queue_push(&queue->ready, entry, band);
+}
+
+/* The entry that stands for `task` now: the task pointer tagged with its generation. */
+static void *op_queue_entry_for(op_task_t *task) {
     /* relaxed: the generation was written by this thread's own re-band CAS, or it is the one
      * the task had when the caller won QUEUED (an acq_rel RMW on the same word). */
     uint32_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
-    uintptr_t tag = (state & OP_STATE_GEN_MASK) >> OP_STATE_GEN_SHIFT;
-    op_ready_queue_push(&queue->ready, (void *)((uintptr_t)task | tag),
-                        (op_priority_t)atomic_load_explicit((_Atomic uint8_t *)&task->priority,
-                                                            memory_order_relaxed));
+    return (void *)((uintptr_t)task | ((state & OP_STATE_GEN_MASK) >> OP_STATE_GEN_SHIFT));
 }
 
-/* Claims the task an entry stands for: true for the one current entry, false for an entry that
- * a re-band made stale (its extra reference is dropped here). */
-static bool op_queue_claim_entry(void *entry, op_task_t **out) {
+static op_priority_t op_task_band(op_task_t *task) {
+    /* relaxed: read by the thread that pushes the task, after the acq_rel that made it ready
+     * (or a re-band on this thread). */
+    return (op_priority_t)atomic_load_explicit((_Atomic uint8_t *)&task->priority,
+                                               memory_order_relaxed);
+}
+
+void op_queue_push_ready(op_queue_t *queue, op_task_t *task) {
+    op_queue_push_band(queue, op_queue_entry_for(task), op_task_band(task));
+}
+
+void op_queue_push_entry(op_queue_t *queue, void *entry) {
+    op_task_t *task = (op_task_t *)((uintptr_t)entry & ~OP_ENTRY_TAG_MASK);
+    op_queue_push_band(queue, entry, op_task_band(task));
+}
+
+bool op_queue_push_local(op_queue_t *queue, op_task_t *task) {
+    op_drain *drain = &op_tls_drain;
+    if (drain->queue != queue || !drain->local || op_task_band(task) != OP_PRIORITY_NORMAL) {
+        return false;
+    }
+    if (!op_local_run_queue_push(drain->local, op_queue_entry_for(task))) return false;
+    /* seq_cst: our push is ordered before reading `slots`, as a drainer that marks itself idle
+     * (or gives its slot back) orders that before looking at the local run queues: one of the
+     * two sees the other (Dekker). */
+    atomic_thread_fence(memory_order_seq_cst);
+    uint64_t word = atomic_load_explicit(&queue->slots, memory_order_relaxed);
+    if (op_slots_idle(word) != 0) {
+        /* A drainer idles and looks at the bands: hand it what we hold. */
+        op_drain_flush_local();
+    } else if (!drain->ramped && op_slots_running(word) < op_queue_effective_width(queue)) {
+        drain->ramped = true;
+        op_queue_ramp_up(queue, true);
+    }
+    return true;
+}
+
+bool op_queue_claim_entry(void *entry, op_task_t **out) {
     op_task_t *task = (op_task_t *)((uintptr_t)entry & ~OP_ENTRY_TAG_MASK);
     uint32_t tag = (uint32_t)((uintptr_t)entry & OP_ENTRY_TAG_MASK) << OP_STATE_GEN_SHIFT;
     /* relaxed first look; the CAS below orders. */
@@ -221,8 +310,6 @@ op_task_t *op_queue_take_ready(op_queue_t *queue) {
     }
 }
 
-
-
 bool op_queue_claim_for_drainer(op_queue_t *queue, op_task_t *task, uint32_t state) {
     /* relaxed: hints. A task stashed or pushed before this check by a thread we synchronised
      * with is seen (we acquired its effects through the finish); one pushed concurrently has
@@ -244,24 +331,66 @@ void op_queue_stash(op_queue_t *queue, op_task_t *task) {
     atomic_fetch_add_explicit(&queue->stashed, 1, memory_order_release);
 }
 
-bool op_queue_release_slot(op_queue_t *queue) {
-    /* seq_cst: giving the slot back, then re-reading the bands, is our half of the Dekker pair
-     * with producers (push, fence, read running). */
-    atomic_fetch_sub_explicit(&queue->running, 1, memory_order_seq_cst);
+bool op_queue_release_slot(op_queue_t *queue, bool idle) {
+    /* seq_cst: giving the slot back, then re-reading the bands and the local run queues, is our
+     * half of the Dekker pair with producers (push, fence, read slots). */
+    uint64_t word = atomic_fetch_sub_explicit(&queue->slots, 1 + (idle ? OP_SLOTS_IDLE_ONE : 0),
+                                              memory_order_seq_cst) -
+                    (1 + (idle ? OP_SLOTS_IDLE_ONE : 0));
     atomic_thread_fence(memory_order_seq_cst);
     for (;;) {
         if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) return false;
-        if (!op_queue_has_ready(queue)) return false;
-        int32_t running = atomic_load_explicit(&queue->running, memory_order_relaxed);
-        if (running >= op_queue_effective_width(queue)) return false;
-        if (atomic_compare_exchange_weak_explicit(&queue->running, &running, running + 1,
+        if (op_slots_idle(word) != 0) return false; /* another drainer idles: it takes the work */
+        if (op_slots_running(word) >= op_queue_effective_width(queue)) return false;
+        if (!op_queue_has_ready(queue) &&
+            !op_pool_local_work(op_pool_for(op_queue_qos(queue)), queue)) {
+            return false;
+        }
+        if (atomic_compare_exchange_weak_explicit(&queue->slots, &word, word + 1,
                                                   memory_order_seq_cst, memory_order_relaxed)) {
             return true;
         }
     }
 }
 
-int op_queue_submit_one(op_queue_t *queue, op_task_t *task) {
+/* With the default width (one running task per worker) a blocked task's worker is handed to a
+ * spare, so the queue may start one more. seq_cst, like every change of `slots`: claims
+ * compare-and-swap the same word, so none can start on a stale width once the slot is taken
+ * back. */
+op_queue_t *op_queue_lend_slot(op_queue_t *queue) {
+    if (!queue || atomic_load_explicit(&queue->width, memory_order_relaxed) >= 0) return NULL;
+    atomic_fetch_sub_explicit(&queue->slots, 1, memory_order_seq_cst);
+    return queue;
+}
+
+/* seq_cst, as above. The queue may run over its width until a drainer gives a slot back
+ * (drain.c); nothing new starts meanwhile. */
+void op_queue_take_back_slot(op_queue_t *queue) {
+    if (queue) atomic_fetch_add_explicit(&queue->slots, 1, memory_order_seq_cst);
+}
+
+void op_queue_dispatch_lent(op_queue_t *queue) {
+    /* seq_cst: the lent slot (our RMW) before the reads, as in op_queue_release_slot. */
+    atomic_thread_fence(memory_order_seq_cst);
+    uint64_t word = atomic_load_explicit(&queue->slots, memory_order_relaxed);
+    for (;;) {
+        if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) return;
+        if (op_slots_running(word) >= op_queue_effective_width(queue)) return;
+        if (!op_queue_has_ready(queue) &&
+            !op_pool_local_work(op_pool_for(op_queue_qos(queue)), queue)) {
+            return;
+        }
+        if (atomic_compare_exchange_weak_explicit(&queue->slots, &word, word + 1,
+                                                  memory_order_seq_cst, memory_order_relaxed)) {
+            break;
+        }
+    }
+    /* The blocked task's unit keeps the queue alive while we add the slot's and hand it out. */
+    op_queue_busy_add(queue, 1);
+    op_pool_push_token(op_pool_for(op_queue_qos(queue)), queue);
+}
+
+int op_queue_submit_one(op_queue_t *queue, op_task_t *task, bool allow_local, bool *pushed_shared) {
     op_queue_t *expected = NULL;
     /* acq_rel: claims the task for this queue exactly once. */
     if (!atomic_compare_exchange_strong_explicit(&task->queue, &expected, queue,
@@ -281,17 +410,19 @@ int op_queue_submit_one(op_queue_t *queue, op_task_t *task) {
     /* The queue's reference, dropped when the task finished, and for a tracking queue the
      * registry's, dropped by the compaction that unlinks it: one step. relaxed, as any retain. */
     atomic_fetch_add_explicit(&task->refs, queue->tracking ? 2 : 1, memory_order_relaxed);
-    op_queue_busy_add(queue, 1);
+    op_drain_busy_add_one(queue);
     if (queue->tracking) op_registry_add(queue, task); /* may add a barrier dependency */
     /* acq_rel: drop the submission hold; reaching zero means no dependency is left. */
     uint32_t before = atomic_fetch_sub_explicit(&task->pending, OP_PENDING_HOLD,
                                                 memory_order_acq_rel);
     if (before == OP_PENDING_HOLD || (state & OP_STATE_CANCELLED)) {
-        /* Ready now (or cancelled before submission): into the bands, without dispatching. */
+        /* Ready now (or cancelled before submission): into the bands (the caller dispatches),
+         * or into the calling drainer's local run queue. */
         uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_QUEUED,
                                                 memory_order_acq_rel);
-        if (!(old & OP_STATE_QUEUED)) {
+        if (!(old & OP_STATE_QUEUED) && !(allow_local && op_queue_push_local(queue, task))) {
             op_queue_push_ready(queue, task);
+            *pushed_shared = true;
         }
     }
     return 0;
@@ -299,8 +430,9 @@ int op_queue_submit_one(op_queue_t *queue, op_task_t *task) {
 
 int op_queue_submit(op_queue_t *queue, op_task_t *task) {
     if (!queue || !task) return EINVAL;
-    int rc = op_queue_submit_one(queue, task);
-    if (rc == 0) op_queue_dispatch_sub(queue, 1, 0);
+    bool pushed_shared = false;
+    int rc = op_queue_submit_one(queue, task, true, &pushed_shared);
+    if (pushed_shared) op_queue_dispatch_sub(queue, 1, 0);
     return rc;
 }
 
@@ -328,13 +460,14 @@ int op_queue_submit_batch(op_queue_t *queue, op_task_t *const *tasks, size_t cou
                                   memory_order_relaxed);
     }
     if (rc != 0) return rc;
-    size_t submitted = 0;
+    /* Into the bands only, never a local run queue: the whole batch is in the queue before a
+     * worker that is not already draining it is handed any of it (priority order holds). */
+    bool pushed_shared = false;
     for (size_t i = 0; i < count; i++) {
-        rc = op_queue_submit_one(queue, tasks[i]);
+        rc = op_queue_submit_one(queue, tasks[i], false, &pushed_shared);
         if (rc != 0) break; /* lost a race with another submitter of the same task */
-        submitted++;
     }
-    if (submitted) op_queue_dispatch_sub(queue, op_queue_effective_width(queue), 0);
+    if (pushed_shared) op_queue_dispatch_sub(queue, op_queue_effective_width(queue), 0);
     return rc;
 }
 
@@ -350,7 +483,7 @@ int op_queue_submit_f(op_queue_t *queue, op_task_fn fn, void *context) {
     }
     /* Nobody else can see this task yet, so it starts out submitted and queued with plain
      * initialisation, and its one reference is the queue's: no read-modify-write until the
-     * push below, which publishes it (release, in op_fifo_push). */
+     * push below, which publishes it (release, in op_fifo_push or the local run queue's tail). */
     op_task_t *task = op_task_cache_alloc();
     if (!task) return ENOMEM;
     static const op_task_attr_t defaults = {
@@ -359,8 +492,9 @@ int op_queue_submit_f(op_queue_t *queue, op_task_fn fn, void *context) {
     atomic_init(&task->state, OP_STATE_SUBMITTED | OP_STATE_QUEUED);
     atomic_init(&task->pending, 0);
     atomic_init(&task->queue, queue);
-    op_queue_busy_add(queue, 1);
-    op_ready_queue_push(&queue->ready, task, OP_PRIORITY_NORMAL); /* generation 0: no tag */
+    op_drain_busy_add_one(queue);
+    if (op_queue_push_local(queue, task)) return 0;
+    op_queue_push_band(queue, task, OP_PRIORITY_NORMAL); /* generation 0: no tag */
     op_queue_dispatch_sub(queue, 1, 0);
     return 0;
 }
@@ -401,7 +535,7 @@ op_qos_t op_queue_qos(const op_queue_t *queue) {
 size_t op_queue_unfinished(const op_queue_t *queue) {
     op_queue_t *q = (op_queue_t *)queue;
     uint64_t busy = atomic_load_explicit(&q->busy, memory_order_acquire);
-    int32_t slots = atomic_load_explicit(&q->running, memory_order_relaxed);
+    int32_t slots = op_slots_running(atomic_load_explicit(&q->slots, memory_order_relaxed));
     return busy > (uint64_t)slots ? (size_t)(busy - (uint64_t)slots) : 0;
 }
 

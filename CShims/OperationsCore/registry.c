@@ -269,10 +269,11 @@ int op_queue_submit_barrier(op_queue_t *queue, op_task_t *task) {
     free(tasks);
     /* Registered (and put in the bands if nothing is left before it) while we still hold the
      * lock, so the next barrier's snapshot finds it; dispatched after the lock is dropped. */
-    int rc = op_queue_submit_one(queue, task);
+    bool pushed_shared = false;
+    int rc = op_queue_submit_one(queue, task, false, &pushed_shared);
     op_registry_unlock(queue, removed);
     if (previous) op_task_release(previous);
-    if (rc == 0) op_queue_dispatch_sub(queue, 1, 0);
+    if (pushed_shared) op_queue_dispatch_sub(queue, 1, 0);
     return rc;
 }
 

@@ -37,9 +37,6 @@ struct op_edge {
 
 _Thread_local op_task_t *op_tls_task = NULL;
 _Thread_local op_queue_t *op_tls_queue = NULL;
-_Thread_local op_queue_t *op_tls_draining = NULL;
-_Thread_local bool op_tls_hand_off_allowed = false;
-_Thread_local op_task_t *op_tls_handed_off = NULL;
 
 void op_task_attr_init(op_task_attr_t *attr) {
     if (!attr) return;
@@ -159,11 +156,15 @@ static void op_task_ready_now(op_task_t *task, bool dispatch) {
     }
     /* Once pushed, the task may run and finish at once and the queue may be freed; a worker
      * that is draining this queue holds it alive, anyone else holds one busy unit meanwhile. */
-    bool pinned = op_tls_draining == queue;
-    if (pinned && op_tls_hand_off_allowed && !op_tls_handed_off &&
-        op_queue_claim_for_drainer(queue, task, old | OP_STATE_QUEUED)) {
-        op_tls_handed_off = task; /* counted in busy since its submit; the worker runs it next */
-        return;
+    op_drain *drain = &op_tls_drain;
+    bool pinned = drain->queue == queue;
+    if (pinned) {
+        if (drain->hand_off_allowed && !drain->handed_off &&
+            op_queue_claim_for_drainer(queue, task, old | OP_STATE_QUEUED)) {
+            drain->handed_off = task; /* counted in busy since its submit; the worker runs it next */
+            return;
+        }
+        if (op_queue_push_local(queue, task)) return;
     }
     if (!pinned) op_queue_busy_add(queue, 1);
     op_queue_push_ready(queue, task);
@@ -356,8 +357,9 @@ uint32_t op_task_unfinished_dependencies(const op_task_t *task) {
 static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
     /* The finish hand-off applies to this finish's dependents only: not to what its on_finish
      * callback or a release in the loop below may make ready (they run code of the caller's). */
-    bool hand_off = op_tls_hand_off_allowed;
-    op_tls_hand_off_allowed = false;
+    op_drain *drain = &op_tls_drain;
+    bool hand_off = drain->hand_off_allowed;
+    drain->hand_off_allowed = false;
     if (OP_UNLIKELY(task->flags & OP_TASK_HAS_EXT)) {
         op_task_ext *ext = task->context;
         ext->on_finish(ext->context);
@@ -383,9 +385,9 @@ static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
         if (atomic_compare_exchange_strong_explicit(&edge->state, &expected, OP_EDGE_FIRED,
                                                     memory_order_relaxed,
                                                     memory_order_relaxed)) {
-            op_tls_hand_off_allowed = hand_off;
+            drain->hand_off_allowed = hand_off;
             op_task_count_down(dependent, 1, true);
-            op_tls_hand_off_allowed = false;
+            drain->hand_off_allowed = false;
         }
         op_task_release(dependent); /* may free the edge: `next` was read first */
         edge = next;
@@ -471,7 +473,7 @@ int op_task_complete(op_task_t *task) {
      * slot to the task when its body returned first. */
     if (old & OP_STATE_BODY_DONE) {
         op_task_release(task); /* the queue's reference */
-        if (!op_queue_release_slot(queue)) {
+        if (!op_queue_release_slot(queue, false)) {
             op_queue_busy_sub(queue, 2); /* the task and its slot: our last touch of queue */
         } else {
             /* Re-claimed for waiting work: hand the slot to a worker. The slot's unit keeps the

@@ -7,17 +7,16 @@
  * looks at its own node's FIFO before the others, so work tends to stay on the node that made
  * it.
  *
- * A worker with a token drains that queue: it pops the queue's highest-priority ready task,
- * runs it, and goes on while the queue has work and its slot is still allowed; after a budget
- * of tasks it puts the token back so other queues of the class get their turn. A dependent of
- * the same queue that a finish makes ready, and that a pop would return next anyway, is handed
- * straight to the finishing worker instead of going through the ready queue (the finish
- * hand-off, internal.h); the worker runs it next or stashes it when it leaves the queue. Idle workers
- * spin for 2 µs ("searching", at most half the pool), look a few more microseconds while
- * yielding the CPU, then park on the pool's event count (parking.c). A token push wakes parked
- * workers (two: the kernel picks which, and one sharing the submitter's busy CPU may wait a
- * time slice) only when no worker is searching, and a worker that finds work after searching
- * or parking wakes one more if tokens are left, so bursts fan out without a wake per task.
+ * A worker with a token drains that queue (drain.c) until the queue runs dry or its budget is
+ * spent, then looks for the next token. Each pinned worker has a local run queue
+ * (local_run_queue.c) for the tasks released on it while it drains; op_pool_steal lets another
+ * drainer of the same queue take half of them. Idle workers spin for 2 µs ("searching", at most
+ * half the pool), look a few more microseconds while yielding the CPU, then park on the pool's
+ * event count (parking.c). A token push wakes parked workers (two: the kernel picks which, and
+ * one sharing the submitter's busy CPU may wait a time slice) only when no worker is searching,
+ * and a worker that finds work after searching or parking wakes one more if tokens are left, so
+ * bursts fan out without a wake per task. How many tokens a queue hands out is the queue's
+ * policy (queue.c: a new slot only while none of its drainers idles).
  *
  * Each task's body runs at the nice value of its QoS class and thread priority; the worker
  * changes its nice only when that differs from the class's value, and restores it after.
@@ -101,6 +100,8 @@ typedef struct op_worker {
     uint64_t monitor_seen;     /* `run` at the monitor's last look; the monitor's own */
     op_queue_t *monitor_lent;  /* the queue whose slot the monitor lent, taken back at the end */
     struct op_worker *next_spare; /* the pool's list of spares, under spares_lock */
+    /* Pinned workers only: ready tasks released on this worker (drain.c), stolen by others. */
+    op_local_run_queue local;
 } op_worker;
 
 struct op_pool {
@@ -128,9 +129,51 @@ static void op_pool_start_spare(op_pool *pool);
 static op_pool *_Atomic op_pools[OP_QOS_COUNT];
 static pthread_mutex_t op_pools_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static bool op_pool_has_tokens(op_pool *pool) {
+bool op_pool_has_tokens(op_pool *pool) {
     for (int i = 0; i < pool->node_count; i++) {
         if (op_fifo_maybe_nonempty(&pool->tokens[i])) return true;
+    }
+    return false;
+}
+
+op_pool *op_pool_current(void) { return op_tls_pool; }
+
+op_local_run_queue *op_worker_local_run_queue(void) {
+    op_worker *worker = op_tls_worker;
+    return worker && !worker->spare ? &worker->local : NULL;
+}
+
+int op_pool_qos(const op_pool *pool) { return pool->qos; }
+
+void *op_pool_steal(op_pool *pool, op_local_run_queue *thief, op_queue_t *queue) {
+    if (!pool) return NULL;
+    /* Start after our own index, so thieves spread over the victims. */
+    op_worker *self = op_tls_worker;
+    int first = self && !self->spare ? self->index + 1 : 0;
+    for (int i = 0; i < pool->size; i++) {
+        op_worker *victim = &pool->workers[(first + i) % pool->size];
+        if (victim == self || op_local_run_queue_is_empty(&victim->local)) continue;
+        if (thief) {
+            if (op_local_run_queue_steal(&victim->local, thief, queue)) {
+                return op_local_run_queue_pop(thief);
+            }
+        } else {
+            void *entry = op_local_run_queue_steal_one(&victim->local, queue);
+            if (entry) return entry;
+        }
+    }
+    return NULL;
+}
+
+bool op_pool_local_work(op_pool *pool, op_queue_t *queue) {
+    if (!pool) return false;
+    for (int i = 0; i < pool->size; i++) {
+        op_local_run_queue *ring = &pool->workers[i].local;
+        /* relaxed: a hint; the callers' seq_cst fences order it (Dekker with local pushers). */
+        if (atomic_load_explicit(&ring->queue, memory_order_relaxed) == queue &&
+            !op_local_run_queue_is_empty(ring)) {
+            return true;
+        }
     }
     return false;
 }
@@ -158,7 +201,8 @@ static op_queue_t *op_pool_take_token(op_pool *pool, int home) {
 
 /* ---- running one task ----------------------------------------------------------------------- */
 
-static void op_worker_refresh_class_nice(op_worker *worker) {
+void op_worker_refresh_nice(void) {
+    op_worker *worker = op_tls_worker;
     uint32_t generation = op_nice_generation();
     if (OP_LIKELY(generation == worker->nice_generation)) return;
     worker->nice_generation = generation;
@@ -178,23 +222,6 @@ static int op_task_wanted_nice(const op_task_t *task, const op_queue_t *queue) {
 }
 
 static void op_pool_uncount_blocked(op_pool *pool);
-
-/* A blocked task's slot, lent to its queue while it sleeps: with the default width (one running
- * task per worker) the task's worker is handed to a spare, so the queue may start one more.
- * Returns the queue when its slot was lent (the caller takes it back), else NULL. seq_cst, like
- * every change of `running`: claims compare-and-swap the same word, so none can start on a
- * stale width once the slot is taken back. */
-static op_queue_t *op_queue_lend_slot(op_queue_t *queue) {
-    if (!queue || atomic_load_explicit(&queue->width, memory_order_relaxed) >= 0) return NULL;
-    atomic_fetch_sub_explicit(&queue->running, 1, memory_order_seq_cst);
-    return queue;
-}
-
-/* Takes a lent slot back (seq_cst, as above). The queue may run over its width until a drainer
- * gives a slot back (op_queue_shrink_slot); nothing new starts meanwhile. */
-static void op_queue_take_back_slot(op_queue_t *queue) {
-    if (queue) atomic_fetch_add_explicit(&queue->running, 1, memory_order_seq_cst);
-}
 
 /* The task's body returned: clear `run`, and take back what the monitor lent for it. */
 static void op_worker_end_task(op_worker *worker) {
@@ -221,16 +248,15 @@ static void op_worker_end_task(op_worker *worker) {
     op_pool_uncount_blocked(worker->pool);
 }
 
-typedef enum { OP_RAN_FINISHED, OP_RAN_HANDED_OFF, OP_RAN_DEFERRED } op_run_result;
-
-static op_run_result op_worker_execute(op_worker *worker, op_queue_t *queue, op_task_t *task) {
+op_run_result op_worker_execute(op_queue_t *queue, op_task_t *task) {
+    op_worker *worker = op_tls_worker;
     /* acquire: pairs with the releases that made the task ready (dependencies' finish). */
     uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_RUNNING, memory_order_acq_rel);
     uint64_t serial = ++worker->serial;
     if ((old & OP_STATE_CANCELLED) && !(task->flags & OP_TASK_RUN_WHEN_CANCELLED)) {
         /* relaxed: a count for introspection; no body runs, nothing for the monitor to see. */
         atomic_store_explicit(&worker->run, serial << OP_RUN_SERIAL_SHIFT, memory_order_relaxed);
-        op_tls_hand_off_allowed = true; /* cleared by the finish */
+        op_tls_drain.hand_off_allowed = true; /* cleared by the finish */
         op_task_finish(task);
         return OP_RAN_FINISHED;
     }
@@ -269,135 +295,9 @@ static op_run_result op_worker_execute(op_worker *worker, op_queue_t *queue, op_
                                                   memory_order_acq_rel);
         return (after & OP_STATE_FINISHED) ? OP_RAN_FINISHED : OP_RAN_HANDED_OFF;
     }
-    op_tls_hand_off_allowed = true; /* cleared by the finish */
+    op_tls_drain.hand_off_allowed = true; /* cleared by the finish */
     op_task_finish(task);
     return OP_RAN_FINISHED;
-}
-
-/* ---- draining one queue --------------------------------------------------------------------- */
-
-/* Before the worker leaves the queue (or may give up its slot): the task a finish handed to it
- * (op_tls_handed_off, claimed like a popped task) goes to the stash, where the next drainer
- * takes it first, as it does with tasks put back while suspending. */
-static void op_worker_stash_hand_off(op_queue_t *queue) {
-    op_task_t *task = op_tls_handed_off;
-    if (!task) return;
-    op_tls_handed_off = NULL;
-    op_queue_stash(queue, task);
-}
-
-/* Gives back a slot when the queue was narrowed below its running count; true if we did. */
-static bool op_queue_shrink_slot(op_queue_t *queue) {
-    int32_t running = atomic_load_explicit(&queue->running, memory_order_relaxed);
-    while (running > op_queue_effective_width(queue)) {
-        /* seq_cst: as every change of `running`. */
-        if (atomic_compare_exchange_weak_explicit(&queue->running, &running, running - 1,
-                                                  memory_order_seq_cst, memory_order_relaxed)) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/* The queue ran dry: wait a little for its producer before giving the slot back, unless
- * another queue's token shows up meanwhile. True when the queue has work again (the caller
- * goes back to the top of its loop, which re-checks suspension before popping). */
-static bool op_worker_linger(op_pool *pool, op_queue_t *queue) {
-    int64_t start = op_now_ns();
-    int64_t now = start;
-    do {
-        op_spin_pause(now - start);
-        if (op_queue_has_ready(queue)) return true;
-        if (op_pool_has_tokens(pool)) return false;
-        now = op_now_ns();
-    } while (now - start < OP_LINGER_NS);
-    return false;
-}
-
-static void op_worker_drain(op_worker *worker, op_queue_t *queue) {
-    op_pool *pool = worker->pool;
-    uint64_t finished = 0; /* finished tasks not yet subtracted from queue->busy */
-    int budget = OP_DRAIN_BUDGET;
-    op_tls_draining = queue;
-    for (;;) {
-        if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) {
-            op_worker_stash_hand_off(queue); /* before the slot goes: release_slot sees it */
-            if (op_queue_release_slot(queue)) continue; /* resumed meanwhile */
-            break;
-        }
-        /* relaxed: a first look; op_queue_shrink_slot decides with a compare-and-swap. */
-        if (OP_UNLIKELY(atomic_load_explicit(&queue->running, memory_order_relaxed) >
-                        op_queue_effective_width(queue))) {
-            op_worker_stash_hand_off(queue); /* while we still hold the slot */
-            if (op_queue_shrink_slot(queue)) break;
-        }
-        int qos = atomic_load_explicit(&queue->qos, memory_order_relaxed);
-        if (OP_UNLIKELY(qos != pool->qos)) {
-            /* The queue moved to another class: hand our slot to that class's workers. Settle
-             * the count while the slot keeps the queue alive; the push is our last touch. */
-            op_pool *target = op_pool_for((op_qos_t)qos);
-            op_worker_stash_hand_off(queue);
-            op_tls_draining = NULL;
-            op_queue_busy_sub(queue, finished);
-            op_pool_push_token(target, queue);
-            return;
-        }
-        op_task_t *task = op_tls_handed_off;
-        if (task) {
-            op_tls_handed_off = NULL; /* a pop would have returned it: see op_queue_claim_for_drainer */
-        } else {
-            task = op_queue_take_ready(queue);
-        }
-        if (!task) {
-            if (!op_pool_has_tokens(pool) && op_worker_linger(pool, queue)) continue;
-            if (op_queue_release_slot(queue)) continue;
-            break;
-        }
-        /* acquire: if the task was submitted after the queue was suspended, taking it (acquire
-         * on its cell) made the suspension visible, so this check cannot miss it. A task taken
-         * in that window goes back to the front and the loop gives up the slot. */
-        if (OP_UNLIKELY(atomic_load_explicit(&queue->suspended, memory_order_acquire))) {
-            op_queue_stash(queue, task);
-            continue;
-        }
-        /* The queue may have become narrower since the loop's top (its width lowered, or a
-         * slot lent by a task asleep in a wait taken back): then the task goes back to the
-         * front and the top of the loop gives our slot up. seq_cst: ordered after the pop, so
-         * a change made before it is seen. */
-        if (OP_UNLIKELY(atomic_load_explicit(&queue->running, memory_order_seq_cst) >
-                        op_queue_effective_width(queue))) {
-            op_queue_stash(queue, task);
-            continue;
-        }
-        op_worker_refresh_class_nice(worker);
-        op_run_result result = op_worker_execute(worker, queue, task);
-        if (result == OP_RAN_DEFERRED) continue; /* still unfinished, still counted in busy */
-        if (result == OP_RAN_HANDED_OFF) {
-            /* The slot now belongs to the running asynchronous task. Claim another for the
-             * rest of the queue (a worker picks it up) and settle our count; the pushes or the
-             * subtraction are our last touch of the queue. */
-            op_tls_draining = NULL;
-            op_queue_dispatch_sub(queue, 1, finished);
-            return;
-        }
-        finished++;
-        op_task_release(task); /* the queue's reference */
-        if (--budget == 0) {
-            budget = OP_DRAIN_BUDGET;
-            if (op_pool_has_tokens(pool)) {
-                /* Let other queues run: settle the count while we still hold the slot, then
-                 * hand the slot back to the pool as a token (our last touch). */
-                op_worker_stash_hand_off(queue);
-                op_tls_draining = NULL;
-                op_queue_busy_sub(queue, finished);
-                op_pool_push_token(pool, queue);
-                return;
-            }
-            /* (The queue's QoS is re-checked at the top of the loop.) */
-        }
-    }
-    op_tls_draining = NULL;
-    op_queue_busy_sub(queue, finished + 1); /* + the slot; last touch, may free the queue */
 }
 
 /* ---- the worker thread ---------------------------------------------------------------------- */
@@ -452,6 +352,9 @@ void op_worker_will_block(void) {
                                                 memory_order_relaxed);
         lent_by_monitor = (old & (OP_RUN_LENT | OP_RUN_LENDING)) != 0;
     }
+    /* What this worker released and holds in its local run queue goes to the bands, where
+     * others (the spare below) find it: the body may wait for exactly that. */
+    op_drain_flush_local();
     if (!lent_by_monitor) op_tls_lent_queue = op_queue_lend_slot(op_tls_queue);
     if (op_pool_count_blocked(pool)) op_pool_start_spare(pool);
     /* The queue may now start one more of its tasks (on the spare, or any worker). */
@@ -494,7 +397,7 @@ static void op_pool_look_at(op_pool *pool, op_worker *worker) {
     worker->monitor_lent = op_queue_lend_slot(worker->queue);
     bool start = op_pool_count_blocked(pool);
     /* May push a token: a spare takes it. */
-    if (worker->monitor_lent) op_queue_dispatch_sub(worker->monitor_lent, 1, 0);
+    if (worker->monitor_lent) op_queue_dispatch_lent(worker->monitor_lent);
     /* release: the count and `monitor_lent` before LENT (the worker's acquiring end). The
      * exchange keeps a VISIBLE_WAIT bit set meanwhile. */
     atomic_fetch_xor_explicit(&worker->run, OP_RUN_LENDING | OP_RUN_LENT, memory_order_release);
@@ -589,7 +492,7 @@ static void *op_worker_main(void *arg) {
     worker->base_nice = op_current_thread_nice();
     worker->current_nice = worker->base_nice;
     worker->nice_generation = 0;
-    op_worker_refresh_class_nice(worker);
+    op_worker_refresh_nice();
     atomic_store_explicit(&worker->tid, op_current_tid(), memory_order_relaxed);
     /* release: op_runtime_start_workers reads the worker's fields after seeing the count. */
     if (!worker->spare) atomic_fetch_add_explicit(&pool->started, 1, memory_order_release);
@@ -653,7 +556,7 @@ static void *op_worker_main(void *arg) {
             atomic_thread_fence(memory_order_seq_cst);
             if (op_pool_has_tokens(pool)) op_event_notify(&pool->event, 1);
         }
-        op_worker_drain(worker, queue);
+        op_drain_queue(queue);
     }
     /* Only spares leave. */
     pthread_mutex_lock(&pool->spares_lock);
@@ -704,6 +607,7 @@ static op_pool *op_pool_create(int qos) {
         atomic_init(&worker->tid, 0);
         atomic_init(&worker->class_nice, 0);
         atomic_init(&worker->run, 0);
+        op_local_run_queue_init(&worker->local);
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

@@ -1,0 +1,287 @@
+/*
+ * drain.c — a worker holding one of a queue's slots runs the queue's tasks, one after another,
+ * until the queue runs dry, is suspended or narrowed, moves to another QoS class, or other
+ * queues of the class wait longer than its budget.
+ *
+ * Where the next task comes from, in order:
+ *   1. the finish hand-off (op_drain.handed_off): the dependent that the last finish made ready
+ *      and that a pop would return next anyway;
+ *   2. the queue's stash (tasks put back when a drainer left at a suspension or narrowing: they
+ *      were at the head, so they go first);
+ *   3. the worker's local run queue (local_run_queue.c), which holds normal-band tasks released
+ *      on this worker (its bodies' submits to the queue, dependents made ready by its finishes)
+ *      — unless a higher band of the queue's shared bands holds a task (one load of
+ *      `bands_used` says whether any ever did);
+ *   4. the queue's shared bands, highest first; a drainer that takes a task there and sees more
+ *      waiting draws one more drainer (op_queue_ramp_up);
+ *   5. stealing: half of another worker's local run queue that holds this queue's tasks.
+ *
+ * A drainer that finds nothing marks itself idle in the queue's `slots`, looks once more (bands
+ * and local run queues), then lingers a few microseconds watching the bands: a submit that sees
+ * it idle claims no new slot, and a drainer that pushes into its local run queue while another
+ * idles hands that queue to the bands. Then it gives the slot back (op_queue_release_slot
+ * re-checks, Dekker with the submitters).
+ *
+ * Busy accounting stays on the worker while it drains: finished tasks are subtracted from the
+ * queue's `busy` once, when it leaves, and submits from its bodies to the same queue take units
+ * from a credit it takes ahead in chunks (op_drain_busy_add_one) instead of adding one each.
+ * Everything the worker held (the hand-off, its local run queue) goes back to the queue before
+ * its slot does, so no task waits for a worker that left.
+ *
+ * Threads: only the draining worker or spare touches its op_drain; thieves touch the local run
+ * queues only through local_run_queue.c.
+ */
+#include "internal.h"
+
+#define OP_LINGER_NS 3000   /* a drainer whose queue ran dry looks this long for more work
+                               before giving its slot back (saves a slot + token round trip) */
+#define OP_DRAIN_BUDGET 256 /* tasks run per token before other queues get a turn */
+#define OP_CREDIT_CHUNK 16  /* busy units a drainer takes at once for its bodies' submits */
+
+_Thread_local op_drain op_tls_drain;
+
+void op_drain_busy_add_one(op_queue_t *queue) {
+    op_drain *drain = &op_tls_drain;
+    if (drain->queue != queue) {
+        op_queue_busy_add(queue, 1);
+        return;
+    }
+    if (drain->credit == 0) {
+        /* The drainer's slot keeps busy above zero, so this add never takes the queue from idle
+         * to busy; the chunk is given back when the drainer leaves. */
+        op_queue_busy_add(queue, OP_CREDIT_CHUNK);
+        drain->credit = OP_CREDIT_CHUNK;
+    }
+    drain->credit--;
+}
+
+void op_drain_flush_local(void) {
+    op_drain *drain = &op_tls_drain;
+    if (!drain->local) return;
+    for (void *entry; (entry = op_local_run_queue_pop(drain->local));) {
+        op_queue_push_entry(drain->queue, entry);
+    }
+}
+
+/* Before the drainer may give up its slot: the task handed to it goes to the stash (the next
+ * drainer takes it first), its local run queue to the bands. */
+static void op_drain_put_back(op_queue_t *queue) {
+    op_drain *drain = &op_tls_drain;
+    if (drain->handed_off) {
+        op_queue_stash(queue, drain->handed_off);
+        drain->handed_off = NULL;
+    }
+    op_drain_flush_local();
+}
+
+/* Leaving the queue for good (the caller then settles busy, its last touch of the queue). */
+static void op_drain_detach(void) {
+    op_drain *drain = &op_tls_drain;
+    if (drain->local) op_local_run_queue_retire(drain->local);
+    drain->local = NULL;
+    drain->queue = NULL;
+    drain->credit = 0;
+}
+
+/* Serves `queue` with this worker's local run queue while the queue is wide. */
+static void op_drain_attach_local(op_queue_t *queue, op_local_run_queue *ring) {
+    op_drain *drain = &op_tls_drain;
+    bool wide = op_queue_effective_width(queue) > 1;
+    if (drain->local && !wide) {
+        op_drain_flush_local(); /* narrowed to serial: keep the bands' order exact */
+        op_local_run_queue_retire(drain->local);
+        drain->local = NULL;
+    } else if (!drain->local && ring && wide) {
+        drain->local = ring;
+        op_local_run_queue_serve(ring, queue);
+    }
+}
+
+/* Gives back a slot when the queue was narrowed below its running count; true if we did. */
+static bool op_queue_shrink_slot(op_queue_t *queue) {
+    uint64_t word = atomic_load_explicit(&queue->slots, memory_order_relaxed);
+    while (op_slots_running(word) > op_queue_effective_width(queue)) {
+        /* seq_cst: as every change of `slots`. */
+        if (atomic_compare_exchange_weak_explicit(&queue->slots, &word, word - 1,
+                                                  memory_order_seq_cst, memory_order_relaxed)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A band above normal of the queue's shared bands may hold a task (so the local run queue,
+ * which holds normal-band tasks only, must wait). */
+static bool op_drain_higher_band_waits(op_queue_t *queue) {
+    /* relaxed: a hint, see op_queue_note_band. */
+    uint32_t used = atomic_load_explicit(&queue->bands_used, memory_order_relaxed);
+    if (!(used & ~((UINT32_C(1) << (OP_PRIORITY_NORMAL + 1)) - 1))) return false;
+    return op_ready_queue_maybe_nonempty_from(&queue->ready, OP_PRIORITY_HIGH);
+}
+
+/* Takes the next task of the queue (2. to 5. in the file comment), or NULL. */
+static op_task_t *op_drain_take(op_queue_t *queue, op_pool *pool) {
+    op_drain *drain = &op_tls_drain;
+    op_task_t *task;
+    if (drain->local && !op_drain_higher_band_waits(queue) &&
+        atomic_load_explicit(&queue->stashed, memory_order_relaxed) == 0) {
+        for (void *entry; (entry = op_local_run_queue_pop(drain->local));) {
+            if (op_queue_claim_entry(entry, &task)) return task;
+        }
+    }
+    task = op_queue_take_ready(queue);
+    if (task) {
+        op_queue_ramp_up(queue, false); /* more behind it, and no drainer idles: one more */
+        return task;
+    }
+    if (drain->local) {
+        for (void *entry; (entry = op_local_run_queue_pop(drain->local));) {
+            if (op_queue_claim_entry(entry, &task)) return task;
+        }
+    }
+    for (void *entry; (entry = op_pool_steal(pool, drain->local, queue));) {
+        if (op_queue_claim_entry(entry, &task)) {
+            /* What we stole beyond this one is in our local run queue: another drainer may
+             * take part of it. */
+            if (drain->local && !op_local_run_queue_is_empty(drain->local)) {
+                op_queue_ramp_up(queue, true);
+            }
+            return task;
+        }
+    }
+    return NULL;
+}
+
+/* The queue ran dry: marked idle, look again, then watch the bands a little while before the
+ * slot goes back, unless another queue's token shows up meanwhile. Returns a task, or NULL
+ * with the idle mark still set. */
+static op_task_t *op_drain_linger(op_queue_t *queue, op_pool *pool) {
+    /* The mark (seq_cst) is ordered before our look at the bands and the local run queues:
+     * Dekker with submitters and local pushers, who push, fence, then read `slots`. */
+    atomic_fetch_add_explicit(&queue->slots, OP_SLOTS_IDLE_ONE, memory_order_seq_cst);
+    atomic_thread_fence(memory_order_seq_cst);
+    op_task_t *task = op_drain_take(queue, pool);
+    int64_t start = op_now_ns();
+    int64_t now = start;
+    while (!task && now - start < OP_LINGER_NS) {
+        op_spin_pause(now - start);
+        if (op_pool_has_tokens(pool)) break;
+        if (op_queue_has_ready(queue)) task = op_queue_take_ready(queue);
+        now = op_now_ns();
+    }
+    if (task) {
+        /* relaxed: only lowers the count; a submitter that still sees us idle claims nothing,
+         * and we look at the bands again (ramp-up) before and after each task. */
+        atomic_fetch_sub_explicit(&queue->slots, OP_SLOTS_IDLE_ONE, memory_order_relaxed);
+        op_queue_ramp_up(queue, false);
+    }
+    return task;
+}
+
+void op_drain_queue(op_queue_t *queue) {
+    op_pool *pool = op_pool_current();
+    op_local_run_queue *ring = op_worker_local_run_queue();
+    op_drain *drain = &op_tls_drain;
+    drain->queue = queue;
+    drain->local = NULL;
+    drain->handed_off = NULL;
+    drain->hand_off_allowed = false;
+    drain->credit = 0;
+    uint64_t finished = 0; /* finished tasks not yet subtracted from queue->busy */
+    int budget = OP_DRAIN_BUDGET;
+    for (;;) {
+        if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) {
+            op_drain_put_back(queue); /* before the slot goes: release_slot sees it */
+            if (op_queue_release_slot(queue, false)) continue; /* resumed meanwhile */
+            break;
+        }
+        /* relaxed: a first look; op_queue_shrink_slot decides with a compare-and-swap. */
+        if (OP_UNLIKELY(op_slots_running(atomic_load_explicit(&queue->slots,
+                                                              memory_order_relaxed)) >
+                        op_queue_effective_width(queue))) {
+            op_drain_put_back(queue); /* while we still hold the slot */
+            if (op_queue_shrink_slot(queue)) break;
+        }
+        int qos = atomic_load_explicit(&queue->qos, memory_order_relaxed);
+        if (OP_UNLIKELY(qos != op_pool_qos(pool))) {
+            /* The queue moved to another class: hand our slot to that class's workers. Settle
+             * the count while the slot keeps the queue alive; the push is our last touch. */
+            op_pool *target = op_pool_for((op_qos_t)qos);
+            op_drain_put_back(queue);
+            uint64_t sub = finished + drain->credit;
+            op_drain_detach();
+            op_queue_busy_sub(queue, sub);
+            op_pool_push_token(target, queue);
+            return;
+        }
+        op_drain_attach_local(queue, ring);
+        op_task_t *task = drain->handed_off;
+        if (task) {
+            drain->handed_off = NULL; /* a pop would have returned it: op_queue_claim_for_drainer */
+        } else {
+            task = op_drain_take(queue, pool);
+        }
+        if (!task) {
+            bool idle = false;
+            if (!op_pool_has_tokens(pool)) {
+                task = op_drain_linger(queue, pool);
+                idle = !task;
+            }
+            if (!task) {
+                op_drain_put_back(queue);
+                if (op_queue_release_slot(queue, idle)) continue;
+                break;
+            }
+        }
+        /* acquire: if the task was submitted after the queue was suspended, taking it (acquire
+         * on its cell) made the suspension visible, so this check cannot miss it. A task taken
+         * in that window goes back to the front and the loop gives up the slot. */
+        if (OP_UNLIKELY(atomic_load_explicit(&queue->suspended, memory_order_acquire))) {
+            op_queue_stash(queue, task);
+            continue;
+        }
+        /* The queue may have become narrower since the loop's top (its width lowered, or a
+         * slot lent by a task asleep in a wait taken back): then the task goes back to the
+         * front and the top of the loop gives our slot up. seq_cst: ordered after the pop, so
+         * a change made before it is seen. */
+        if (OP_UNLIKELY(op_slots_running(atomic_load_explicit(&queue->slots,
+                                                              memory_order_seq_cst)) >
+                        op_queue_effective_width(queue))) {
+            op_queue_stash(queue, task);
+            continue;
+        }
+        op_worker_refresh_nice();
+        drain->ramped = false;
+        op_run_result result = op_worker_execute(queue, task);
+        if (result == OP_RAN_DEFERRED) continue; /* still unfinished, still counted in busy */
+        if (result == OP_RAN_HANDED_OFF) {
+            /* The slot now belongs to the running asynchronous task. Claim another for the
+             * rest of the queue (a worker picks it up) and settle our count; the pushes or the
+             * subtraction are our last touch of the queue. */
+            op_drain_put_back(queue);
+            uint64_t sub = finished + drain->credit;
+            op_drain_detach();
+            op_queue_dispatch_sub(queue, 1, sub);
+            return;
+        }
+        finished++;
+        op_task_release(task); /* the queue's reference */
+        if (--budget == 0) {
+            budget = OP_DRAIN_BUDGET;
+            if (op_pool_has_tokens(pool)) {
+                /* Let other queues run: settle the count while we still hold the slot, then
+                 * hand the slot back to the pool as a token (our last touch). */
+                op_drain_put_back(queue);
+                uint64_t sub = finished + drain->credit;
+                op_drain_detach();
+                op_queue_busy_sub(queue, sub);
+                op_pool_push_token(pool, queue);
+                return;
+            }
+            /* (The queue's QoS is re-checked at the top of the loop.) */
+        }
+    }
+    uint64_t sub = finished + drain->credit + 1; /* + the slot */
+    op_drain_detach();
+    op_queue_busy_sub(queue, sub); /* last touch, may free the queue */
+}
