@@ -9,8 +9,9 @@
  * what libdispatch's workqueue monitor does on Linux: look at the kernel's view of the threads.
  *
  * This file is only the clock. The monitor thread sleeps on a futex at no CPU cost while no
- * work waits. A pool that hands out a token calls op_monitor_poke(), which is one relaxed load
- * while the monitor is awake and one exchange plus a wake-up the first time after it slept.
+ * work waits. A pool that hands out a token, and a worker that keeps a task in its local run
+ * queue without calling another drainer for it, call op_monitor_poke(), which is one relaxed
+ * load while the monitor is awake and one exchange plus a wake-up the first time after it slept.
  * Awake, it calls the tick function that the worker pool gave op_monitor_start() every
  * OP_MONITOR_TICK_NS; the tick says whether work is still waiting, and after
  * OP_MONITOR_QUIET_TICKS ticks without, the monitor goes back to sleep. Calls go one way: the

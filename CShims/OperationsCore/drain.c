@@ -16,8 +16,9 @@
  *      waiting draws one more drainer (op_queue_ramp_up);
  *   5. stealing: half of another worker's local run queue that holds this queue's tasks.
  *
- * A drainer that finds nothing marks itself idle in the queue's `slots`, looks once more (bands
- * and local run queues), then lingers a few microseconds watching the bands: a submit that sees
+ * A drainer that finds nothing marks itself idle in the queue's `slots` (one drainer of a queue
+ * at a time; the others give their slot back at once), looks once more (bands and local run
+ * queues), then lingers a few microseconds watching the bands: a submit that sees
  * it idle claims no new slot, and a drainer that pushes into its local run queue while another
  * idles hands that queue to the bands. Then it gives the slot back (op_queue_release_slot
  * re-checks, Dekker with the submitters).
@@ -153,12 +154,21 @@ static op_task_t *op_drain_take(op_queue_t *queue, op_pool *pool) {
 }
 
 /* The queue ran dry: marked idle, look again, then watch the bands a little while before the
- * slot goes back, unless another queue's token shows up meanwhile. Returns a task, or NULL
- * with the idle mark still set. */
-static op_task_t *op_drain_linger(op_queue_t *queue, op_pool *pool) {
-    /* The mark (seq_cst) is ordered before our look at the bands and the local run queues:
-     * Dekker with submitters and local pushers, who push, fence, then read `slots`. */
-    atomic_fetch_add_explicit(&queue->slots, OP_SLOTS_IDLE_ONE, memory_order_seq_cst);
+ * slot goes back, unless another queue's token shows up meanwhile. One drainer of a queue idles
+ * at a time (like the searching workers of tokio and Go, bounded so that pollers do not fight
+ * over the lines every submit writes): when another one already does, we return at once.
+ * Returns a task, or NULL; *marked says whether our idle mark is still set. */
+static op_task_t *op_drain_linger(op_queue_t *queue, op_pool *pool, bool *marked) {
+    *marked = false;
+    /* relaxed first look; the compare-and-swap decides. */
+    uint64_t word = atomic_load_explicit(&queue->slots, memory_order_relaxed);
+    do {
+        if (op_slots_idle(word) != 0) return NULL;
+        /* seq_cst: the mark is ordered before our look at the bands and the local run queues
+         * (Dekker with submitters and local pushers, who push, fence, then read `slots`). */
+    } while (!atomic_compare_exchange_weak_explicit(&queue->slots, &word,
+                                                    word + OP_SLOTS_IDLE_ONE,
+                                                    memory_order_seq_cst, memory_order_relaxed));
     atomic_thread_fence(memory_order_seq_cst);
     op_task_t *task = op_drain_take(queue, pool);
     int64_t start = op_now_ns();
@@ -169,12 +179,14 @@ static op_task_t *op_drain_linger(op_queue_t *queue, op_pool *pool) {
         if (op_queue_has_ready(queue)) task = op_queue_take_ready(queue);
         now = op_now_ns();
     }
-    if (task) {
-        /* relaxed: only lowers the count; a submitter that still sees us idle claims nothing,
-         * and we look at the bands again (ramp-up) before and after each task. */
-        atomic_fetch_sub_explicit(&queue->slots, OP_SLOTS_IDLE_ONE, memory_order_relaxed);
-        op_queue_ramp_up(queue, false);
+    if (!task) {
+        *marked = true;
+        return NULL;
     }
+    /* relaxed: only lowers the count; a submitter that still sees us idle claims nothing,
+     * and we look at the bands again (ramp-up) before and after each task. */
+    atomic_fetch_sub_explicit(&queue->slots, OP_SLOTS_IDLE_ONE, memory_order_relaxed);
+    op_queue_ramp_up(queue, false);
     return task;
 }
 
@@ -223,10 +235,7 @@ void op_drain_queue(op_queue_t *queue) {
         }
         if (!task) {
             bool idle = false;
-            if (!op_pool_has_tokens(pool)) {
-                task = op_drain_linger(queue, pool);
-                idle = !task;
-            }
+            if (!op_pool_has_tokens(pool)) task = op_drain_linger(queue, pool, &idle);
             if (!task) {
                 op_drain_put_back(queue);
                 if (op_queue_release_slot(queue, idle)) continue;
@@ -251,7 +260,6 @@ void op_drain_queue(op_queue_t *queue) {
             continue;
         }
         op_worker_refresh_nice();
-        drain->ramped = false;
         op_run_result result = op_worker_execute(queue, task);
         if (result == OP_RAN_DEFERRED) continue; /* still unfinished, still counted in busy */
         if (result == OP_RAN_HANDED_OFF) {

@@ -91,35 +91,23 @@ void op_spin_pause(int64_t spun_ns);
 
 #define OP_LOCAL_RUN_QUEUE_SIZE 256 /* a power of two */
 
-/* A pinned worker's own run queue (see local_run_queue.c): owner pushes and pops, other drainers
- * of the same queue steal half. Entries are ready-queue entries (tagged task pointers). */
-typedef struct op_local_run_queue {
+/* A pinned worker's own run queue (see local_run_queue.c and the public header): owner pushes
+ * and pops, other drainers of the same queue steal half. Entries are ready-queue entries
+ * (tagged task pointers); the tag a ring serves is the op_queue_t whose tasks it holds. */
+struct op_local_run_queue {
     alignas(OP_CACHE_LINE) _Atomic uint64_t head; /* consumers: position | generation << 32 */
     alignas(OP_CACHE_LINE) _Atomic uint32_t tail; /* written by the owner only */
-    op_queue_t *_Atomic queue;                    /* whose tasks the entries are; the owner's */
+    const void *_Atomic queue;                    /* the op_queue_t it serves; the owner's */
     void *_Atomic slots[OP_LOCAL_RUN_QUEUE_SIZE];
-} op_local_run_queue;
+};
+typedef op_local_run_queue_t op_local_run_queue;
 
 void op_local_run_queue_init(op_local_run_queue *ring);
-/* Owner: appends an entry; false when full (the caller puts it in the queue's bands). */
-bool op_local_run_queue_push(op_local_run_queue *ring, void *entry);
-/* Owner: the oldest entry without taking it, or NULL. */
-void *op_local_run_queue_peek(op_local_run_queue *ring);
-/* Owner: takes the oldest entry, or NULL. */
-void *op_local_run_queue_pop(op_local_run_queue *ring);
 /* Any thread: false when it may hold an entry (a hint). */
 bool op_local_run_queue_is_empty(const op_local_run_queue *ring);
-/* A thief draining `queue`: moves half (rounded up) of `victim`'s entries, if they are
- * `queue`'s, into its own empty ring `thief`; returns how many. */
-uint32_t op_local_run_queue_steal(op_local_run_queue *victim, op_local_run_queue *thief,
-                                  op_queue_t *queue);
 /* A thread draining `queue` that has no ring of its own (a spare): takes one entry of
  * `victim`'s, if they are `queue`'s, or NULL. */
-void *op_local_run_queue_steal_one(op_local_run_queue *victim, op_queue_t *queue);
-/* Owner: the empty ring now holds `queue`'s tasks. */
-void op_local_run_queue_serve(op_local_run_queue *ring, op_queue_t *queue);
-/* Owner: the empty ring holds no queue's tasks any more (a new generation). */
-void op_local_run_queue_retire(op_local_run_queue *ring);
+void *op_local_run_queue_steal_one(op_local_run_queue *victim, const void *queue);
 
 /* ---- task.c --------------------------------------------------------------------------------- */
 
@@ -288,9 +276,9 @@ void op_queue_stash(op_queue_t *queue, op_task_t *task);
 bool op_queue_claim_for_drainer(op_queue_t *queue, op_task_t *task, uint32_t state);
 /* Work released on the worker that drains `queue` (the caller won the task's QUEUED bit): into
  * that worker's local run queue, when the queue is wide, the task's band is normal and there is
- * room; then one more drainer is claimed if none is idle and the width allows (at most once per
- * task the worker runs), or, if a drainer idles, the local run queue is handed to the bands for
- * it. False when the caller must push it into the bands and dispatch as usual. */
+ * room; then one more drainer is claimed if the local run queue was empty, none idles and the
+ * width allows, or, if a drainer idles, the local run queue is handed to the bands for it.
+ * False when the caller must push it into the bands and dispatch as usual. */
 bool op_queue_push_local(op_queue_t *queue, op_task_t *task);
 
 /* Number of slots the queue may hold at once, with the default resolved against its pool. */
@@ -337,7 +325,6 @@ typedef struct op_drain {
      * it before anything else runs on its thread, or stashes it when it leaves the queue. */
     op_task_t *handed_off;
     bool hand_off_allowed;
-    bool ramped;      /* claimed one more drainer for work the running task released */
     uint64_t credit;  /* busy units taken ahead for tasks that bodies submit to `queue` */
 } op_drain;
 extern _Thread_local op_drain op_tls_drain;
@@ -384,7 +371,8 @@ extern _Thread_local op_queue_t *op_tls_queue;
 typedef bool (*op_monitor_tick_fn)(void);
 /* Starts the monitor thread once; it calls `tick` while work waits. */
 void op_monitor_start(op_monitor_tick_fn tick);
-/* A token was handed out (after the pusher's seq_cst fence): wakes the monitor if it sleeps. */
+/* A token was handed out, or a task kept in a local run queue (after the pusher's seq_cst
+ * fence): wakes the monitor if it sleeps. */
 void op_monitor_poke(void);
 /* Whether the kernel reports thread `tid` of this process asleep (state S or D). */
 bool op_thread_is_asleep(int tid);

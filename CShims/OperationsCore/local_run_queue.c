@@ -34,6 +34,15 @@ static inline uint64_t op_local_head_advance(uint64_t word, uint32_t count) {
     return (word & ~(uint64_t)UINT32_MAX) | (uint32_t)(op_local_head_position(word) + count);
 }
 
+op_local_run_queue *op_local_run_queue_create(void) {
+    op_local_run_queue *ring = NULL;
+    if (posix_memalign((void **)&ring, OP_CACHE_LINE, sizeof *ring) != 0) return NULL;
+    op_local_run_queue_init(ring);
+    return ring;
+}
+
+void op_local_run_queue_destroy(op_local_run_queue *ring) { free(ring); }
+
 void op_local_run_queue_init(op_local_run_queue *ring) {
     atomic_init(&ring->head, 0);
     atomic_init(&ring->tail, 0);
@@ -52,16 +61,6 @@ bool op_local_run_queue_push(op_local_run_queue *ring, void *entry) {
     /* release: a consumer that acquires the tail sees the entry. */
     atomic_store_explicit(&ring->tail, tail + 1, memory_order_release);
     return true;
-}
-
-void *op_local_run_queue_peek(op_local_run_queue *ring) {
-    /* Owner only. acquire: pairs with thieves' claims, as in pop. */
-    uint64_t word = atomic_load_explicit(&ring->head, memory_order_acquire);
-    uint32_t tail = atomic_load_explicit(&ring->tail, memory_order_relaxed);
-    uint32_t head = op_local_head_position(word);
-    if (head == tail) return NULL;
-    /* relaxed: we wrote it ourselves (owner). */
-    return atomic_load_explicit(&ring->slots[head & OP_LOCAL_MASK], memory_order_relaxed);
 }
 
 void *op_local_run_queue_pop(op_local_run_queue *ring) {
@@ -91,7 +90,7 @@ bool op_local_run_queue_is_empty(const op_local_run_queue *ring) {
 }
 
 uint32_t op_local_run_queue_steal(op_local_run_queue *victim, op_local_run_queue *thief,
-                                  op_queue_t *queue) {
+                                  const void *queue) {
     for (int attempt = 0; attempt < 4; attempt++) {
         /* acquire: the head word first, then the queue: if both still hold when our
          * compare-and-swap succeeds, every entry below the tail we read is `queue`'s (the owner
@@ -125,7 +124,7 @@ uint32_t op_local_run_queue_steal(op_local_run_queue *victim, op_local_run_queue
     return 0;
 }
 
-void *op_local_run_queue_steal_one(op_local_run_queue *victim, op_queue_t *queue) {
+void *op_local_run_queue_steal_one(op_local_run_queue *victim, const void *queue) {
     for (int attempt = 0; attempt < 4; attempt++) {
         /* acquire, in this order: as in op_local_run_queue_steal. */
         uint64_t word = atomic_load_explicit(&victim->head, memory_order_acquire);
@@ -146,7 +145,7 @@ void *op_local_run_queue_steal_one(op_local_run_queue *victim, op_queue_t *queue
     return NULL;
 }
 
-void op_local_run_queue_serve(op_local_run_queue *ring, op_queue_t *queue) {
+void op_local_run_queue_serve(op_local_run_queue *ring, const void *queue) {
     /* release: thieves that acquire the queue pointer see a ring that is empty and bumped. */
     atomic_store_explicit(&ring->queue, queue, memory_order_release);
 }

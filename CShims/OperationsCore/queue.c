@@ -258,6 +258,7 @@ bool op_queue_push_local(op_queue_t *queue, op_task_t *task) {
     if (drain->queue != queue || !drain->local || op_task_band(task) != OP_PRIORITY_NORMAL) {
         return false;
     }
+    bool was_empty = op_local_run_queue_is_empty(drain->local);
     if (!op_local_run_queue_push(drain->local, op_queue_entry_for(task))) return false;
     /* seq_cst: our push is ordered before reading `slots`, as a drainer that marks itself idle
      * (or gives its slot back) orders that before looking at the local run queues: one of the
@@ -267,10 +268,18 @@ bool op_queue_push_local(op_queue_t *queue, op_task_t *task) {
     if (op_slots_idle(word) != 0) {
         /* A drainer idles and looks at the bands: hand it what we hold. */
         op_drain_flush_local();
-    } else if (!drain->ramped && op_slots_running(word) < op_queue_effective_width(queue)) {
-        drain->ramped = true;
-        op_queue_ramp_up(queue, true);
+        return true;
     }
+    /* The first task in an empty local run queue draws one more drainer if the width allows;
+     * it steals half, and a thief that leaves some behind draws the next (op_drain_take). The
+     * ones after it wait for that drainer or for us. */
+    if (was_empty && op_slots_running(word) < op_queue_effective_width(queue)) {
+        op_queue_ramp_up(queue, true);
+        return true;
+    }
+    /* Nobody was called for it: if this body now blocks where we cannot see, the monitor must
+     * look (local work counts as waiting work for it, as tokens do). After our fence. */
+    op_monitor_poke();
     return true;
 }
 
@@ -334,9 +343,12 @@ void op_queue_stash(op_queue_t *queue, op_task_t *task) {
 bool op_queue_release_slot(op_queue_t *queue, bool idle) {
     /* seq_cst: giving the slot back, then re-reading the bands and the local run queues, is our
      * half of the Dekker pair with producers (push, fence, read slots). */
-    uint64_t word = atomic_fetch_sub_explicit(&queue->slots, 1 + (idle ? OP_SLOTS_IDLE_ONE : 0),
-                                              memory_order_seq_cst) -
-                    (1 + (idle ? OP_SLOTS_IDLE_ONE : 0));
+    uint64_t mark = 1 + (idle ? OP_SLOTS_IDLE_ONE : 0);
+    uint64_t word = atomic_fetch_sub_explicit(&queue->slots, mark, memory_order_seq_cst) - mark;
+    /* A producer skips claiming a slot only when it sees the queue at its width, or a drainer
+     * idle; if neither could have been because of us, any producer that pushed meanwhile saw a
+     * free slot and no idle drainer of ours, and claimed one itself: nothing to re-check. */
+    if (!idle && op_slots_running(word) + 1 < op_queue_effective_width(queue)) return false;
     atomic_thread_fence(memory_order_seq_cst);
     for (;;) {
         if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) return false;

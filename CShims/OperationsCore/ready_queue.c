@@ -168,11 +168,15 @@ void *op_fifo_pop(op_fifo *fifo) {
                  * the cell and has not published yet (then the item appears shortly and that
                  * producer's submit wakes a worker: returning empty loses nothing), or the ring
                  * is sealed and fully drained and the items continue in the successor.
-                 * acquire: if we see CLOSED we also see the successor link if one was made. */
+                 * acquire: the successor's cells are initialised, and its seal is visible.
+                 * The successor is looked at first: it exists only once the ring is sealed, so
+                 * an empty ring in use answers without reading the producers' line (on many
+                 * CPUs, consumers that poll an empty queue would otherwise take that line from
+                 * the producer at every look). */
+                op_ring *next = atomic_load_explicit(&ring->next, memory_order_acquire);
+                if (!next) return NULL; /* not sealed, or nothing pushed beyond it yet */
                 uint64_t enq = atomic_load_explicit(&ring->enqueue_pos, memory_order_acquire);
                 if (!(enq & OP_RING_CLOSED) || pos != (enq & ~OP_RING_CLOSED)) return NULL;
-                op_ring *next = atomic_load_explicit(&ring->next, memory_order_acquire);
-                if (!next) return NULL; /* sealed but nothing pushed beyond it yet */
                 op_ring *expected = ring;
                 /* release: consumers that acquire head see the initialised successor. */
                 atomic_compare_exchange_strong_explicit(&fifo->head, &expected, next,
@@ -190,10 +194,14 @@ bool op_fifo_maybe_nonempty(const op_fifo *fifo) {
     op_ring *head = atomic_load_explicit(&((op_fifo *)fifo)->head, memory_order_acquire);
     op_ring *tail = atomic_load_explicit(&((op_fifo *)fifo)->tail, memory_order_acquire);
     if (head != tail) return true;
-    /* relaxed: a hint; callers that must not miss an item pair it with a seq_cst fence. */
-    uint64_t enq = atomic_load_explicit(&head->enqueue_pos, memory_order_relaxed);
+    /* The cell at the consumers' position says whether an item waits there (published for
+     * this lap), without reading the producers' position: a poller would take that line from
+     * the producer at every look. relaxed: a hint; callers that must not miss an item pair it
+     * with a seq_cst fence (the producer publishes the cell, then fences). A cell reserved but
+     * not yet published reads empty: its producer dispatches after publishing. */
     uint64_t deq = atomic_load_explicit(&head->dequeue_pos, memory_order_relaxed);
-    return (enq & ~OP_RING_CLOSED) != deq;
+    uint64_t seq = atomic_load_explicit(&head->cells[deq & head->mask].seq, memory_order_relaxed);
+    return seq == deq + 1;
 }
 
 /* ---- five bands ------------------------------------------------------------------------------ */

@@ -34,7 +34,7 @@
  *
  * Bodies that block where the core cannot see (a mutex, a condition variable, I/O): the
  * blocked-worker monitor (blocked_worker_monitor.c) calls op_pool_monitor_tick every 10 ms while
- * tokens wait. A worker (or spare) that has run one task for a whole tick and that the kernel
+ * tokens wait, or tasks in workers' local run queues. A worker (or spare) that has run one task for a whole tick and that the kernel
  * reports asleep is counted blocked as if it waited in op_task_wait: a spare stands in for it
  * (started by the monitor, on any usable CPU), and a default-width queue gets its slot lent. Each worker says what it runs in one word of
  * its own (`run`: a task serial and the OP_RUN_* bits); the monitor marks the word with a
@@ -58,9 +58,7 @@
  * between looks, so a thread that would give us work is not starved of it on a small box. */
 #define OP_SEARCH_NS 8000   /* an idle worker looks for tokens this long before parking */
 #define OP_SEARCH_SPIN_NS 2000 /* ... the first part of it spinning, counted as searching */
-#define OP_LINGER_NS 3000   /* a worker whose queue ran dry waits this long for more work
-                               before giving its slot back (saves a slot + token round trip) */
-#define OP_DRAIN_BUDGET 256 /* tasks run per token before other queues get a turn */
+#define OP_YIELD_SEARCHERS 2   /* ... the rest yielding the CPU, only this many at once */
 #define OP_WAKE_FANOUT 2     /* parked workers a token push wakes: the kernel picks which, and one on
                                the submitter's own busy CPU may wait a time slice to run */
 #define OP_SPARES_MAX 512   /* spare threads per class at most (nested waits that deep) */
@@ -404,13 +402,23 @@ static void op_pool_look_at(op_pool *pool, op_worker *worker) {
     if (start) op_pool_start_spare(pool);
 }
 
-/* The monitor's tick: for each pool whose tokens wait, look at its workers and spares. */
+/* Whether some worker's local run queue holds a task: work that waits like a token does (its
+ * worker may be blocked in the body that released it). */
+static bool op_pool_holds_local_work(op_pool *pool) {
+    for (int i = 0; i < pool->size; i++) {
+        if (!op_local_run_queue_is_empty(&pool->workers[i].local)) return true;
+    }
+    return false;
+}
+
+/* The monitor's tick: for each pool whose tokens (or local run queues' tasks) wait, look at its
+ * workers and spares. */
 static bool op_pool_monitor_tick(void) {
     bool waiting = false;
     for (int qos = 0; qos < OP_QOS_COUNT; qos++) {
         /* acquire: pairs with the publishing store in op_pool_for. */
         op_pool *pool = atomic_load_explicit(&op_pools[qos], memory_order_acquire);
-        if (!pool || !op_pool_has_tokens(pool)) continue;
+        if (!pool || (!op_pool_has_tokens(pool) && !op_pool_holds_local_work(pool))) continue;
         waiting = true;
         for (int i = 0; i < pool->size; i++) op_pool_look_at(pool, &pool->workers[i]);
         pthread_mutex_lock(&pool->spares_lock);
@@ -526,8 +534,11 @@ static void *op_worker_main(void *arg) {
             }
             atomic_fetch_sub_explicit(&pool->searching, 1, memory_order_seq_cst);
             /* Then, no longer counted (pushes wake parked workers again), keep looking while
-             * yielding the CPU, in case a submitter shares it with us. */
-            for (int64_t now = op_now_ns(); !queue && now - start < OP_SEARCH_NS;
+             * yielding the CPU, in case a submitter shares it with us. Only the first few
+             * searchers do: on many CPUs a crowd of threads calling sched_yield in a loop
+             * fights over the kernel's run-queue locks (seen on 16 CPUs); the rest park. */
+            for (int64_t now = op_now_ns();
+                 !queue && searchers < OP_YIELD_SEARCHERS && now - start < OP_SEARCH_NS;
                  now = op_now_ns()) {
                 sched_yield();
                 queue = op_pool_take_token(pool, worker->node);

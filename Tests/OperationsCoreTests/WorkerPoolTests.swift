@@ -37,8 +37,58 @@ private let arriveBody: TaskBody = { context in
     contextObject(context, as: Latch.self).arrive()
 }
 
+/// Parents that each release a child to their own queue and then wait, on a condition variable
+/// the core cannot see, until every child ran.
+private final class ParentsAndChildren: @unchecked Sendable {
+    let queue: OpaquePointer
+    let parents: Int
+    let parentsRunning = Latch()
+    let childrenRan = Latch()
+    init(queue: OpaquePointer, parents: Int) {
+        self.queue = queue
+        self.parents = parents
+    }
+}
+
+private let childOfParentBody: TaskBody = { context in
+    contextObject(context, as: ParentsAndChildren.self).childrenRan.arrive()
+}
+
+private let parentReleasingAChildBody: TaskBody = { context in
+    let state = contextObject(context, as: ParentsAndChildren.self)
+    // Every slot is taken before any child is released: no slot is free to claim for them.
+    state.parentsRunning.arrive()
+    _ = state.parentsRunning.wait(for: state.parents, seconds: Limits.waitSeconds)
+    _ = op_queue_submit_f(state.queue, childOfParentBody, context) // into this worker's own run queue
+    _ = state.childrenRan.wait(for: state.parents, seconds: Limits.waitSeconds)
+}
+
 @Suite(.needsQuietProcess, .serialized)
 struct WorkerPoolTests {
+    @Test func bodiesBlockedOnChildrenTheyReleasedToTheirOwnFullQueueAreStoodInFor() throws {
+        // Every slot of a default-width queue holds a body that released a child to the same
+        // queue (into its worker's local run queue: no slot was free, so no drainer was called
+        // for it) and then sleeps on a condition variable until all children ran. Nothing but
+        // the monitor can help: it must count the children as waiting work, see the bodies
+        // asleep, lend their slots, and spares must steal the children from the sleepers' local
+        // run queues.
+        let workers = Int(currentTopology().cpu_count)
+        let queue = try makeQueue("parents") // default width: one per worker
+        defer { op_queue_release(queue) }
+        let state = ParentsAndChildren(queue: queue, parents: workers)
+        for _ in 0..<workers {
+            #expect(op_queue_submit_f(queue, parentReleasingAChildBody, contextPointer(state)) == 0)
+        }
+        #expect(state.parentsRunning.wait(for: workers, seconds: Limits.waitSeconds),
+                "\(state.parentsRunning.arrivals) of \(workers) parents ran at once")
+        let started = monotonicNs()
+        #expect(state.childrenRan.wait(for: workers, seconds: 10),
+                "\(state.childrenRan.arrivals) of \(workers) children ran while their parents slept on them")
+        print("[WorkerPoolTests] children ran \((monotonicNs() - started) / 1_000_000) ms after their parents blocked")
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+    }
+
+
     @Test func workersBlockedInBodiesWhereTheCoreCannotSeeGetSparesWhileWorkWaits() throws {
         // Every default worker blocked on a condition variable: the blocked-worker monitor sees
         // them asleep while tokens wait, and spares run the rest of the class's work; a queue

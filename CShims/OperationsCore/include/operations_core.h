@@ -379,6 +379,28 @@ void *op_ready_queue_pop(op_ready_queue_t *queue);
 /** False only when every band was seen empty (a hint under concurrency). */
 bool op_ready_queue_maybe_nonempty(const op_ready_queue_t *queue);
 
+/** A worker's local run queue (see local_run_queue.c): a bounded ring of 256 non-NULL pointers.
+ *  One thread, the owner, pushes and pops (FIFO); any other thread may steal half of it into
+ *  its own (empty) ring, but only while the ring serves the `owner_tag` the thief names
+ *  (op_local_run_queue_serve; retiring starts a new generation, and thieves that looked before
+ *  take nothing). Neither owns nor frees the pointers. */
+typedef struct op_local_run_queue op_local_run_queue_t;
+op_local_run_queue_t *op_local_run_queue_create(void);
+/** No other thread may use it any more. */
+void op_local_run_queue_destroy(op_local_run_queue_t *ring);
+/** Owner: appends; false when full (256). */
+bool op_local_run_queue_push(op_local_run_queue_t *ring, void *item);
+/** Owner: takes the oldest item, or NULL. */
+void *op_local_run_queue_pop(op_local_run_queue_t *ring);
+/** Owner of the empty ring: its items now belong to `owner_tag` (compared, never dereferenced). */
+void op_local_run_queue_serve(op_local_run_queue_t *ring, const void *owner_tag);
+/** Owner of the empty ring: it serves nothing, and a new generation begins. */
+void op_local_run_queue_retire(op_local_run_queue_t *ring);
+/** Moves half (rounded up) of `victim`'s oldest items, if it serves `owner_tag`, into the
+ *  calling thread's own empty ring `thief`, in order; returns how many. */
+uint32_t op_local_run_queue_steal(op_local_run_queue_t *victim, op_local_run_queue_t *thief,
+                                  const void *owner_tag);
+
 /** Event count for parking threads without lost wake-ups (see parking.c):
  *  key = op_event_prepare_wait(e); if (condition) op_event_cancel_wait(e);
  *  else op_event_wait(e, key, timeout). Notifiers change the condition, then op_event_notify. */

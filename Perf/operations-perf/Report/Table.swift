@@ -126,7 +126,9 @@ enum Table {
     /// A fraction as a percentage with one decimal.
     static func percent(_ value: Double) -> String { value.isFinite ? fixed(value * 100, 1) + "%" : "-" }
 
+    /// `value` with `decimals` decimals; "-" when it is not a number (a contender left out).
     static func fixed(_ value: Double, _ decimals: Int) -> String {
+        guard value.isFinite else { return "-" }
         var scale = 1.0
         for _ in 0..<decimals { scale *= 10 }
         let scaled = Int((value * scale).rounded())
