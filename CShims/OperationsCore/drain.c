@@ -190,7 +190,64 @@ static op_task_t *op_drain_linger(op_queue_t *queue, op_pool *pool, bool *marked
     return task;
 }
 
-void op_drain_queue(op_queue_t *queue) {
+typedef enum { OP_RAN_FINISHED, OP_RAN_HANDED_OFF, OP_RAN_DEFERRED } op_run_result;
+
+/* The nice value a task asks for: its class (its own QoS, or its queue's) and thread priority. */
+static int op_task_wanted_nice(const op_task_t *task, op_queue_t *queue) {
+    int qos = task->qos >= 0 ? task->qos : (int)op_queue_qos(queue);
+    int nice = op_nice_of_class(qos) + task->nice_delta;
+    return nice < -20 ? -20 : nice > 19 ? 19 : nice;
+}
+
+/* Runs one claimed task of `queue` on this worker or spare, at its nice value: a cancelled task
+ * that does not ask to run is retired without its body; a deferred one goes back to waiting; a
+ * manual-completion task keeps its slot until completed. */
+static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_t *task) {
+    /* acquire: pairs with the releases that made the task ready (dependencies' finish). */
+    uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_RUNNING, memory_order_acq_rel);
+    if ((old & OP_STATE_CANCELLED) && !(task->flags & OP_TASK_RUN_WHEN_CANCELLED)) {
+        op_worker_count_task();
+        op_tls_drain.hand_off_allowed = true; /* cleared by the finish */
+        op_queue_graph->finish(task);
+        return OP_RAN_FINISHED;
+    }
+    int class_nice = op_worker_refresh_nice();
+    bool changed = false;
+    /* Fast path: a task of the pool's own class at thread priority 0.5 needs no syscall. */
+    if (task->nice_delta != 0 ||
+        (task->qos >= 0 ? task->qos : (int)op_queue_qos(queue)) != op_pool_qos(pool)) {
+        int target = op_nice_clamp_task(op_task_wanted_nice(task, queue), class_nice);
+        changed = target != class_nice && op_nice_set_current_thread(target) == 0;
+    }
+
+    op_tls_task = task;
+    op_tls_queue = queue;
+    op_worker_body_begin(&queue->token);
+    task->fn(op_task_user_context(task));
+    op_worker_body_end();
+    op_tls_task = NULL;
+    op_tls_queue = NULL;
+
+    if (changed) op_nice_set_current_thread(class_nice);
+
+    if (OP_UNLIKELY(atomic_load_explicit(&task->state, memory_order_relaxed) & OP_STATE_DEFER)) {
+        op_queue_graph->settle_deferred(task);
+        return OP_RAN_DEFERRED;
+    }
+    if (task->flags & OP_TASK_MANUAL_COMPLETION) {
+        /* acq_rel: the handshake with op_task_complete; the second of the two settles the
+         * queue slot. If completion came first, we settle it like any finished task. */
+        uint32_t after = atomic_fetch_or_explicit(&task->state, OP_STATE_BODY_DONE,
+                                                  memory_order_acq_rel);
+        return (after & OP_STATE_FINISHED) ? OP_RAN_FINISHED : OP_RAN_HANDED_OFF;
+    }
+    op_tls_drain.hand_off_allowed = true; /* cleared by the finish */
+    op_queue_graph->finish(task);
+    return OP_RAN_FINISHED;
+}
+
+void op_drain_token(op_token *token) {
+    op_queue_t *queue = op_queue_of_token(token);
     op_pool *pool = op_pool_current();
     op_local_run_queue *ring = op_worker_local_run_queue();
     op_drain *drain = &op_tls_drain;
@@ -223,7 +280,7 @@ void op_drain_queue(op_queue_t *queue) {
             uint64_t sub = finished + drain->credit;
             op_drain_detach();
             op_queue_busy_sub(queue, sub);
-            op_pool_push_token(target, queue);
+            op_pool_push_token(target, &queue->token);
             return;
         }
         op_drain_attach_local(queue, ring);
@@ -259,8 +316,7 @@ void op_drain_queue(op_queue_t *queue) {
             op_queue_stash(queue, task);
             continue;
         }
-        op_worker_refresh_nice();
-        op_run_result result = op_worker_execute(queue, task);
+        op_run_result result = op_drain_execute(pool, queue, task);
         if (result == OP_RAN_DEFERRED) continue; /* still unfinished, still counted in busy */
         if (result == OP_RAN_HANDED_OFF) {
             /* The slot now belongs to the running asynchronous task. Claim another for the
@@ -283,7 +339,7 @@ void op_drain_queue(op_queue_t *queue) {
                 uint64_t sub = finished + drain->credit;
                 op_drain_detach();
                 op_queue_busy_sub(queue, sub);
-                op_pool_push_token(pool, queue);
+                op_pool_push_token(pool, &queue->token);
                 return;
             }
             /* (The queue's QoS is re-checked at the top of the loop.) */

@@ -5,7 +5,7 @@
  * queue's op_ready_queue (ready_queue.c) → the queue claims a slot of its width and pushes a
  * token (the queue pointer) into the worker pool of its QoS class (worker_pool.c), waking a
  * parked worker (parking.c) → the worker drains the queue (drain.c), running tasks at their nice
- * value (nice.c) → finishing a task releases its dependents (task.c). Work released on a worker
+ * value (nice.c) → finishing a task releases its dependents (dependencies.c). Work released on a worker
  * that drains the queue (a body's submits to its own queue, dependents made ready by a finish)
  * stays on that worker: the finish hand-off, then its local run queue (local_run_queue.c), from
  * which the queue's other drainers steal.
@@ -76,7 +76,7 @@ struct op_event {
     alignas(OP_CACHE_LINE) _Atomic uint64_t state;
 };
 void op_event_init(op_event_t *event);
-/* Futex helpers shared with task.c and queue.c. */
+/* Futex helpers shared with dependencies.c and queue.c. */
 int op_futex_wait(_Atomic uint32_t *word, uint32_t expected, int64_t timeout_ns);
 void op_futex_wake(_Atomic uint32_t *word, int count);
 int64_t op_now_ns(void);
@@ -109,7 +109,7 @@ bool op_local_run_queue_is_empty(const op_local_run_queue *ring);
  * `victim`'s, if they are `queue`'s, or NULL. */
 void *op_local_run_queue_steal_one(op_local_run_queue *victim, const void *queue);
 
-/* ---- task.c --------------------------------------------------------------------------------- */
+/* ---- task.c (the task object) and dependencies.c (the graph) --------------------------------- */
 
 enum {
     OP_STATE_SUBMITTED = 1u << 0, /* handed to a queue */
@@ -153,7 +153,20 @@ typedef struct op_task_ext {
     op_task_fn on_finish;
 } op_task_ext;
 
+/* A dependency edge (dependencies.c): owned by the dependent task (freed with it) and linked
+ * into two lists: the dependent's own list (to find it for removal) and the dependency's
+ * `dependents` list, a push-only stack that the dependency closes (OP_EDGES_CLOSED) when it
+ * finishes. It moves out of OP_EDGE_ACTIVE once, by compare-and-swap. */
 typedef struct op_edge op_edge;
+enum { OP_EDGE_ACTIVE = 0, OP_EDGE_FIRED = 1, OP_EDGE_REMOVED = 2, OP_EDGE_DEAD = 3 };
+struct op_edge {
+    op_task_t *dependent;   /* owner */
+    op_task_t *dependency;  /* compared by remove_dependency, never dereferenced through here */
+    _Atomic uint32_t state; /* OP_EDGE_* */
+    op_edge *next_in_dependency;
+    op_edge *next_owned;
+};
+#define OP_EDGES_CLOSED ((op_edge *)(uintptr_t)1)
 
 /* 72 bytes (an 80-byte malloc chunk): a queued BlockOperation is this plus a 40-byte Swift
  * object (a 48-byte chunk). */
@@ -188,8 +201,9 @@ void op_task_cache_free(op_task_t *task);
 /* Fills a freshly allocated task; attr must be valid. */
 void op_task_init(op_task_t *task, op_task_fn fn, void *context, const op_task_attr_t *attr);
 
-/* Marks the task finished, runs on_finish, releases dependents, wakes waiters. Returns false
- * when it was already finished. Queue accounting is the caller's. */
+/* dependencies.c (the queues reach these through op_queue_graph): marks the task finished, runs
+ * on_finish, releases dependents, wakes waiters; false when it was already finished. Queue
+ * accounting is the caller's. */
 bool op_task_finish(op_task_t *task);
 /* After a body that called op_task_defer returned: back to waiting (worker side). */
 void op_task_settle_deferred(op_task_t *task);
@@ -197,6 +211,23 @@ void op_task_settle_deferred(op_task_t *task);
 /* ---- queue.c -------------------------------------------------------------------------------- */
 
 typedef struct op_pool op_pool;
+
+/* What the worker pool hands to its workers: a token stands for one claimed slot of a queue. The
+ * pool sees only this; the queue sets its class when it is created (queue.c), which is how the
+ * pool calls back up (worker_pool.c names nothing of queue.c, drain.c or the tasks). */
+typedef struct op_token op_token;
+typedef struct op_token_class {
+    /* A worker holds the slot: run the queue's tasks while the slot allows (drain.c). */
+    void (*drain)(op_token *token);
+    /* The task a worker runs for this token sleeps in its body (the monitor saw it): lend its
+     * slot to the queue's other work if the queue's width allows; true when lent. */
+    bool (*lend_slot)(op_token *token);
+    /* The task's body returned: take back the slot lent_slot lent. */
+    void (*take_back_slot)(op_token *token);
+} op_token_class;
+struct op_token {
+    const op_token_class *cls;
+};
 
 struct op_queue {
     /* Written by producers. */
@@ -217,6 +248,7 @@ struct op_queue {
     op_task_fn context_retain;
     op_task_fn context_release;
     char *label;
+    op_token token; /* what the pool hands out for this queue (class set at creation) */
     op_ready_queue_t ready;
     /* Tasks a worker popped just as the queue was suspended: they were at the head, so they run
      * first on resume. `stashed` lets the hot path skip the stash with one load. */
@@ -302,14 +334,37 @@ void op_queue_busy_sub(op_queue_t *queue, uint64_t count);
 /* The queue gives up a slot (and an idle mark, with `idle`); returns true when the caller
  * re-claimed it to go on draining because work showed up (in the bands or a local run queue). */
 bool op_queue_release_slot(op_queue_t *queue, bool idle);
-/* A blocked task's slot, lent to its default-width queue while it sleeps (worker_pool.c):
- * returns the queue when its slot was lent (the caller takes it back), else NULL. */
+/* A blocked task's slot, lent to its default-width queue while it sleeps (a visible wait, or
+ * the monitor saw it asleep): returns the queue when its slot was lent (the caller takes it
+ * back), else NULL. */
 op_queue_t *op_queue_lend_slot(op_queue_t *queue);
 /* Takes a lent slot back (NULL: nothing was lent). */
 void op_queue_take_back_slot(op_queue_t *queue);
-/* After the monitor lent a slot: claims one for the queue's waiting work, in its bands or a
- * worker's local run queue (the blocked worker's, say), whether or not a drainer idles. */
-void op_queue_dispatch_lent(op_queue_t *queue);
+
+/* The queue whose token this is. */
+static inline op_queue_t *op_queue_of_token(op_token *token) {
+    return (op_queue_t *)((char *)token - offsetof(op_queue_t, token));
+}
+/* Around a wait's sleep (op_task_wait, op_queue_wait): on a worker or spare, what it released
+ * goes to the queue's bands, a spare stands in, and a default-width queue gets the sleeper's
+ * slot lent; elsewhere they do nothing. */
+void op_queue_will_block(void);
+void op_queue_did_unblock(void);
+
+/* The queue layer's calls back up into the dependency graph, installed by dependencies.c when
+ * the program loads (before any task can reach a queue). */
+typedef struct op_graph_hooks {
+    /* Marks the task finished, runs on_finish, releases dependents, wakes waiters; false when
+     * it was already finished (see op_task_finish). */
+    bool (*finish)(op_task_t *task);
+    /* After a body that called op_task_defer returned: back to waiting. */
+    void (*settle_deferred)(op_task_t *task);
+    int (*add_dependency)(op_task_t *task, op_task_t *dependency); /* barriers */
+    void (*cancel)(op_task_t *task);                                 /* cancel-all */
+} op_graph_hooks;
+void op_queue_install_graph(const op_graph_hooks *hooks);
+/* The installed hooks (read by drain.c and registry.c). */
+extern const op_graph_hooks *op_queue_graph;
 
 /* ---- drain.c -------------------------------------------------------------------------------- */
 
@@ -329,8 +384,9 @@ typedef struct op_drain {
 } op_drain;
 extern _Thread_local op_drain op_tls_drain;
 
-/* The worker pool's call for a token: drains `queue` while the slot allows. */
-void op_drain_queue(op_queue_t *queue);
+/* The worker pool's call for a token (op_token_class.drain): drains the token's queue while the
+ * slot allows. */
+void op_drain_token(op_token *token);
 /* The calling drainer's local run queue goes back to its queue's bands (before it sleeps in a
  * wait, so that nothing it released waits for it). */
 void op_drain_flush_local(void);
@@ -341,8 +397,8 @@ void op_drain_busy_add_one(op_queue_t *queue);
 /* ---- worker_pool.c -------------------------------------------------------------------------- */
 
 op_pool *op_pool_for(op_qos_t qos);
-/* Hands a token (queue with a claimed slot) to the pool and wakes a worker if none searches. */
-void op_pool_push_token(op_pool *pool, op_queue_t *queue);
+/* Hands a token (a queue's claimed slot) to the pool and wakes a worker if none searches. */
+void op_pool_push_token(op_pool *pool, op_token *token);
 /* True when a token may wait in the pool (a hint). */
 bool op_pool_has_tokens(op_pool *pool);
 /* The pool of the worker or spare on this thread, or NULL. */
@@ -351,20 +407,32 @@ op_pool *op_pool_current(void);
 int op_pool_qos(const op_pool *pool);
 /* The local run queue of the pinned worker on this thread; NULL on spares and other threads. */
 op_local_run_queue *op_worker_local_run_queue(void);
-/* For a drainer of `queue` that found nothing: takes an entry of `queue` from another worker's
- * local run queue (with `thief`, half of that worker's entries move into it and one is
- * returned), or NULL. */
-void *op_pool_steal(op_pool *pool, op_local_run_queue *thief, op_queue_t *queue);
-/* True when some worker's local run queue may hold a task of `queue` (a hint). */
-bool op_pool_local_work(op_pool *pool, op_queue_t *queue);
-/* Before a task of `queue` runs on this worker: the class's current nice value. */
-void op_worker_refresh_nice(void);
-typedef enum { OP_RAN_FINISHED, OP_RAN_HANDED_OFF, OP_RAN_DEFERRED } op_run_result;
-/* Runs one claimed task of `queue` on this worker or spare, at its nice value. */
-op_run_result op_worker_execute(op_queue_t *queue, op_task_t *task);
+/* For a drainer of the queue `tag` stands for that found nothing: takes an entry of that queue
+ * from another worker's local run queue (with `thief`, half of that worker's entries move into
+ * it and one is returned), or NULL. */
+void *op_pool_steal(op_pool *pool, op_local_run_queue *thief, const void *tag);
+/* True when some worker's local run queue may hold a task of the queue `tag` stands for. */
+bool op_pool_local_work(op_pool *pool, const void *tag);
+
+/* What a worker or spare (the calling thread) offers the code that runs tasks on it: */
+/* Before a task runs: the class's current nice value is applied; returns the nice it runs at. */
+int op_worker_refresh_nice(void);
+/* A task body for `token` starts: the monitor may count the worker blocked in it from now on. */
+void op_worker_body_begin(op_token *token);
+/* The body returned: takes back what the monitor lent for it (op_token_class.take_back_slot). */
+void op_worker_body_end(void);
+/* A task was retired without running a body (counted for op_runtime_worker_info). */
+void op_worker_count_task(void);
+/* Around a visible wait's sleep (op_queue_will_block): counts the thread blocked and makes
+ * sure a spare stands in; returns false when the monitor already lent the task's slot. No-ops
+ * (returning false) on threads that are not the pool's. */
+bool op_worker_will_block(void);
+void op_worker_did_unblock(void);
+
 /* Sets the thread-locals seen by op_task_current / op_queue_current. */
 extern _Thread_local op_task_t *op_tls_task;
 extern _Thread_local op_queue_t *op_tls_queue;
+
 /* ---- blocked_worker_monitor.c --------------------------------------------------------------- */
 
 /* The monitor's tick (the worker pool's): looks at the workers, true while work waits. */
@@ -376,11 +444,6 @@ void op_monitor_start(op_monitor_tick_fn tick);
 void op_monitor_poke(void);
 /* Whether the kernel reports thread `tid` of this process asleep (state S or D). */
 bool op_thread_is_asleep(int tid);
-
-/* worker_pool.c: around a wait's sleep. On a worker or spare thread they make sure a spare
- * thread stands in while it sleeps; elsewhere they do nothing. */
-void op_worker_will_block(void);
-void op_worker_did_unblock(void);
 
 /* ---- topology.c ----------------------------------------------------------------------------- */
 

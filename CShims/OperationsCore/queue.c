@@ -37,6 +37,24 @@
 #include <errno.h>
 #include <string.h>
 
+_Thread_local op_queue_t *op_tls_queue = NULL;
+
+const op_graph_hooks *op_queue_graph = NULL;
+
+void op_queue_install_graph(const op_graph_hooks *hooks) { op_queue_graph = hooks; }
+
+static bool op_queue_token_lend_slot(op_token *token);
+static void op_queue_token_take_back_slot(op_token *token) {
+    op_queue_take_back_slot(op_queue_of_token(token));
+}
+
+/* How the worker pool reaches a queue through its tokens (the pool's only way up). */
+static const op_token_class op_queue_token_class = {
+    .drain = op_drain_token,
+    .lend_slot = op_queue_token_lend_slot,
+    .take_back_slot = op_queue_token_take_back_slot,
+};
+
 op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     if ((unsigned)qos >= OP_QOS_COUNT || width < OP_WIDTH_DEFAULT) {
         errno = EINVAL;
@@ -60,6 +78,7 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     queue->context = NULL;
     queue->context_retain = NULL;
     queue->context_release = NULL;
+    queue->token.cls = &op_queue_token_class;
     queue->label = label ? strdup(label) : NULL;
     if (label && !queue->label) {
         free(queue);
@@ -181,7 +200,7 @@ void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub) {
     } else if ((int64_t)delta < 0) {
         atomic_fetch_sub_explicit(&queue->busy, sub - (uint64_t)claimed, memory_order_seq_cst);
     }
-    for (int i = 0; i < claimed; i++) op_pool_push_token(pool, queue); /* last touch */
+    for (int i = 0; i < claimed; i++) op_pool_push_token(pool, &queue->token); /* last touch */
 }
 
 void op_queue_ramp_up(op_queue_t *queue, bool work_waits) {
@@ -203,7 +222,7 @@ void op_queue_ramp_up(op_queue_t *queue, bool work_waits) {
     /* The caller drains the queue (its slot keeps it alive): add the new slot's unit, then hand
      * it out. */
     op_queue_busy_add(queue, 1);
-    op_pool_push_token(op_pool_for(op_queue_qos(queue)), queue);
+    op_pool_push_token(op_pool_for(op_queue_qos(queue)), &queue->token);
 }
 
 bool op_queue_has_ready(op_queue_t *queue) {
@@ -381,16 +400,21 @@ void op_queue_take_back_slot(op_queue_t *queue) {
     if (queue) atomic_fetch_add_explicit(&queue->slots, 1, memory_order_seq_cst);
 }
 
-void op_queue_dispatch_lent(op_queue_t *queue) {
+/* The monitor saw a task of this queue asleep in its body: lend its slot (default width only)
+ * and claim one for the queue's waiting work, in its bands or a worker's local run queue (the
+ * sleeper's, say), whether or not a drainer idles. */
+static bool op_queue_token_lend_slot(op_token *token) {
+    op_queue_t *queue = op_queue_lend_slot(op_queue_of_token(token));
+    if (!queue) return false;
     /* seq_cst: the lent slot (our RMW) before the reads, as in op_queue_release_slot. */
     atomic_thread_fence(memory_order_seq_cst);
     uint64_t word = atomic_load_explicit(&queue->slots, memory_order_relaxed);
     for (;;) {
-        if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) return;
-        if (op_slots_running(word) >= op_queue_effective_width(queue)) return;
+        if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) return true;
+        if (op_slots_running(word) >= op_queue_effective_width(queue)) return true;
         if (!op_queue_has_ready(queue) &&
             !op_pool_local_work(op_pool_for(op_queue_qos(queue)), queue)) {
-            return;
+            return true;
         }
         if (atomic_compare_exchange_weak_explicit(&queue->slots, &word, word + 1,
                                                   memory_order_seq_cst, memory_order_relaxed)) {
@@ -399,7 +423,28 @@ void op_queue_dispatch_lent(op_queue_t *queue) {
     }
     /* The blocked task's unit keeps the queue alive while we add the slot's and hand it out. */
     op_queue_busy_add(queue, 1);
-    op_pool_push_token(op_pool_for(op_queue_qos(queue)), queue);
+    op_pool_push_token(op_pool_for(op_queue_qos(queue)), &queue->token);
+    return true;
+}
+
+/* The default-width queue whose slot this thread lent while asleep in a wait. */
+static _Thread_local op_queue_t *op_tls_lent_queue;
+
+void op_queue_will_block(void) {
+    if (!op_pool_current()) return; /* not a worker: nothing to stand in for */
+    /* What this worker released and holds in its local run queue goes to the bands, where
+     * others (the spare) find it: the body may wait for exactly that. */
+    op_drain_flush_local();
+    if (op_worker_will_block()) op_tls_lent_queue = op_queue_lend_slot(op_tls_queue);
+    /* The queue may now start one more of its tasks (on the spare, or any worker). */
+    if (op_tls_lent_queue) op_queue_dispatch_sub(op_tls_lent_queue, 1, 0);
+}
+
+void op_queue_did_unblock(void) {
+    if (!op_pool_current()) return;
+    op_queue_take_back_slot(op_tls_lent_queue);
+    op_tls_lent_queue = NULL;
+    op_worker_did_unblock();
 }
 
 int op_queue_submit_one(op_queue_t *queue, op_task_t *task, bool allow_local, bool *pushed_shared) {
@@ -600,9 +645,9 @@ int op_queue_wait(op_queue_t *queue, int64_t timeout_ns) {
                 return ETIMEDOUT;
             }
         }
-        op_worker_will_block();
+        op_queue_will_block();
         op_futex_wait(&queue->idle_epoch, epoch, left);
-        op_worker_did_unblock();
+        op_queue_did_unblock();
         atomic_fetch_sub_explicit(&queue->idle_waiters, 1, memory_order_relaxed);
     }
 }

@@ -155,7 +155,7 @@ void op_registry_add(op_queue_t *queue, op_task_t *task) {
         /* The barrier's number was written before it was published (seq_cst exchange) and is
          * never written again. Ours was 0 since op_task_init. */
         task->barrier_seq = barrier->barrier_seq;
-        op_task_add_dependency(task, barrier); /* before the submission hold is dropped */
+        op_queue_graph->add_dependency(task, barrier); /* before the submission hold is dropped */
     }
     /* The registry's reference was taken by op_queue_submit_one with the queue's. */
     op_task_t *head = atomic_load_explicit(&queue->registry_head, memory_order_relaxed);
@@ -235,7 +235,7 @@ void op_queue_cancel_all(op_queue_t *queue) {
     op_registry_unlock(queue, removed);
     /* Outside the lock: cancelling can finish tasks, whose callbacks may list the queue. */
     for (size_t i = 0; i < count; i++) {
-        op_task_cancel(tasks[i]);
+        op_queue_graph->cancel(tasks[i]);
         op_task_release(tasks[i]);
     }
     free(tasks);
@@ -264,7 +264,7 @@ int op_queue_submit_barrier(op_queue_t *queue, op_task_t *task) {
     op_task_t *removed = NULL;
     op_task_t **tasks = op_registry_snapshot_locked(queue, &count, &removed);
     for (size_t i = 0; i < count; i++) {
-        if (tasks[i]->barrier_seq != seq) op_task_add_dependency(task, tasks[i]);
+        if (tasks[i]->barrier_seq != seq) op_queue_graph->add_dependency(task, tasks[i]);
     }
     free(tasks);
     /* Registered (and put in the bands if nothing is left before it) while we still hold the

@@ -18,29 +18,34 @@
  * bursts fan out without a wake per task. How many tokens a queue hands out is the queue's
  * policy (queue.c: a new slot only while none of its drainers idles).
  *
- * Each task's body runs at the nice value of its QoS class and thread priority; the worker
- * changes its nice only when that differs from the class's value, and restores it after.
+ * The pool knows tasks only as tokens (internal.h): it hands a token to a worker and calls the
+ * token's class to drain it (drain.c runs the tasks, at their nice values, through
+ * op_worker_refresh_nice and op_worker_body_begin/end here). It names nothing of the queues or
+ * the tasks: every call back up goes through a token's class, set when its queue was made.
  *
  * Blocking waits: a task that blocks in op_task_wait / op_queue_wait (waitUntilFinished and
  * friends) would take its worker out of the pool, and with one worker per CPU a few nested
- * waits deadlock the class. So a worker about to sleep in a wait tells the pool, which makes
- * sure at least as many spare threads serve it as workers are blocked: a spare is started when
- * none is left over (bounded by OP_SPARES_MAX per class). Spares run the same loop as workers,
- * on the CPUs the blocked worker's affinity allows (they inherit it), and exit as soon as they
- * are between tasks (or wake from a park of at most OP_SPARE_IDLE_NS) while there are more
- * spares than blocked threads, so spares never take work from the pinned workers. Blocked
- * threads and spares are counted in one word, so "start one" and "retire one" can never both
- * miss each other.
+ * waits deadlock the class. So a worker about to sleep in a wait tells the pool
+ * (op_worker_will_block, from queue.c, which also lends the task's slot), which makes sure at
+ * least as many spare threads serve it as workers are blocked: a spare is started when none is
+ * left over (bounded by OP_SPARES_MAX per class). Spares run the same loop as workers, on the
+ * CPUs the blocked worker's affinity allows (they inherit it), and exit as soon as they are
+ * between tasks (or wake from a park of at most OP_SPARE_IDLE_NS) while there are more spares
+ * than blocked threads, so spares never take work from the pinned workers. Blocked threads and
+ * spares are counted in one word, so "start one" and "retire one" can never both miss each
+ * other.
  *
  * Bodies that block where the core cannot see (a mutex, a condition variable, I/O): the
  * blocked-worker monitor (blocked_worker_monitor.c) calls op_pool_monitor_tick every 10 ms while
- * tokens wait, or tasks in workers' local run queues. A worker (or spare) that has run one task for a whole tick and that the kernel
- * reports asleep is counted blocked as if it waited in op_task_wait: a spare stands in for it
- * (started by the monitor, on any usable CPU), and a default-width queue gets its slot lent. Each worker says what it runs in one word of
- * its own (`run`: a task serial and the OP_RUN_* bits); the monitor marks the word with a
- * compare-and-swap, so it can only mark the task it looked at, and the worker, at the task's
- * end, takes back what was lent. While the monitor lends (OP_RUN_LENDING, a few instructions)
- * the worker waits at its task's end, so the queue the monitor touches stays alive.
+ * tokens wait, or tasks in workers' local run queues. A worker (or spare) that has run one task
+ * for a whole tick and that the kernel reports asleep is counted blocked as if it waited in
+ * op_task_wait: a spare stands in for it (started by the monitor, on any usable CPU), and the
+ * token's class lends its slot if the queue's width allows (a default-width queue). Each worker
+ * says what it runs in one word of its own (`run`: a task serial and the OP_RUN_* bits); the
+ * monitor marks the word with a compare-and-swap, so it can only mark the task it looked at,
+ * and the worker, at the task's end, takes back what was lent. While the monitor lends
+ * (OP_RUN_LENDING, a few instructions) the worker waits at its task's end, so the queue behind
+ * the token stays alive.
  *
  * Workers live as long as the process. Pool creation takes a mutex (once per class), and the
  * list of a pool's spares one (spares start and leave, the monitor walks them); nothing on the
@@ -90,13 +95,13 @@ typedef struct op_worker {
     uint32_t nice_generation;
     bool spare;      /* started to stand in for a blocked thread; not in pool->workers */
     uint64_t serial; /* tasks taken; the worker's own copy of `run`'s serial */
-    op_queue_t *queue; /* the queue of the running task; read by the monitor while it lends */
+    op_token *token; /* the token of the running task; read by the monitor while it lends */
     /* The tasks it took (op_runtime_worker_info reads them here) and what it runs (OP_RUN_*).
      * Written by the worker at each task's start and end, marked by the monitor; on the
      * worker's own line, which the monitor reads every 10 ms at most. */
     alignas(OP_CACHE_LINE) _Atomic uint64_t run;
     uint64_t monitor_seen;     /* `run` at the monitor's last look; the monitor's own */
-    op_queue_t *monitor_lent;  /* the queue whose slot the monitor lent, taken back at the end */
+    op_token *monitor_lent;    /* the token whose slot the monitor lent, taken back at the end */
     struct op_worker *next_spare; /* the pool's list of spares, under spares_lock */
     /* Pinned workers only: ready tasks released on this worker (drain.c), stolen by others. */
     op_local_run_queue local;
@@ -143,7 +148,7 @@ op_local_run_queue *op_worker_local_run_queue(void) {
 
 int op_pool_qos(const op_pool *pool) { return pool->qos; }
 
-void *op_pool_steal(op_pool *pool, op_local_run_queue *thief, op_queue_t *queue) {
+void *op_pool_steal(op_pool *pool, op_local_run_queue *thief, const void *tag) {
     if (!pool) return NULL;
     /* Start after our own index, so thieves spread over the victims. */
     op_worker *self = op_tls_worker;
@@ -152,23 +157,23 @@ void *op_pool_steal(op_pool *pool, op_local_run_queue *thief, op_queue_t *queue)
         op_worker *victim = &pool->workers[(first + i) % pool->size];
         if (victim == self || op_local_run_queue_is_empty(&victim->local)) continue;
         if (thief) {
-            if (op_local_run_queue_steal(&victim->local, thief, queue)) {
+            if (op_local_run_queue_steal(&victim->local, thief, tag)) {
                 return op_local_run_queue_pop(thief);
             }
         } else {
-            void *entry = op_local_run_queue_steal_one(&victim->local, queue);
+            void *entry = op_local_run_queue_steal_one(&victim->local, tag);
             if (entry) return entry;
         }
     }
     return NULL;
 }
 
-bool op_pool_local_work(op_pool *pool, op_queue_t *queue) {
+bool op_pool_local_work(op_pool *pool, const void *tag) {
     if (!pool) return false;
     for (int i = 0; i < pool->size; i++) {
         op_local_run_queue *ring = &pool->workers[i].local;
         /* relaxed: a hint; the callers' seq_cst fences order it (Dekker with local pushers). */
-        if (atomic_load_explicit(&ring->queue, memory_order_relaxed) == queue &&
+        if (atomic_load_explicit(&ring->queue, memory_order_relaxed) == tag &&
             !op_local_run_queue_is_empty(ring)) {
             return true;
         }
@@ -176,9 +181,9 @@ bool op_pool_local_work(op_pool *pool, op_queue_t *queue) {
     return false;
 }
 
-void op_pool_push_token(op_pool *pool, op_queue_t *queue) {
+void op_pool_push_token(op_pool *pool, op_token *token) {
     int node = pool->node_count > 1 ? op_topology_current_node() : 0;
-    op_fifo_push(&pool->tokens[node], queue);
+    op_fifo_push(&pool->tokens[node], token);
     /* seq_cst: the push is ordered before reading `searching` (Dekker with a worker that stops
      * searching and then re-checks the FIFOs). */
     atomic_thread_fence(memory_order_seq_cst);
@@ -188,41 +193,49 @@ void op_pool_push_token(op_pool *pool, op_queue_t *queue) {
     op_monitor_poke(); /* after the fence: see blocked_worker_monitor.c */
 }
 
-static op_queue_t *op_pool_take_token(op_pool *pool, int home) {
+static op_token *op_pool_take_token(op_pool *pool, int home) {
     for (int i = 0; i < pool->node_count; i++) {
         int node = (home + i) % pool->node_count;
-        op_queue_t *queue = op_fifo_pop(&pool->tokens[node]);
-        if (queue) return queue;
+        op_token *token = op_fifo_pop(&pool->tokens[node]);
+        if (token) return token;
     }
     return NULL;
 }
 
-/* ---- running one task ----------------------------------------------------------------------- */
+/* ---- what runs tasks on a worker needs of it ---------------------------------------------- */
 
-void op_worker_refresh_nice(void) {
+int op_worker_refresh_nice(void) {
     op_worker *worker = op_tls_worker;
     uint32_t generation = op_nice_generation();
-    if (OP_LIKELY(generation == worker->nice_generation)) return;
+    if (OP_LIKELY(generation == worker->nice_generation)) return worker->current_nice;
     worker->nice_generation = generation;
     int nice = op_nice_clamp_class(op_nice_of_class(worker->pool->qos), worker->base_nice);
     if (nice != worker->current_nice && op_nice_set_current_thread(nice) == 0) {
         worker->current_nice = nice;
     }
     atomic_store_explicit(&worker->class_nice, worker->current_nice, memory_order_relaxed);
-}
-
-static int op_task_wanted_nice(const op_task_t *task, const op_queue_t *queue) {
-    int qos = task->qos >= 0 ? task->qos
-                             : atomic_load_explicit(&((op_queue_t *)queue)->qos,
-                                                    memory_order_relaxed);
-    int nice = op_nice_of_class(qos) + task->nice_delta;
-    return nice < -20 ? -20 : nice > 19 ? 19 : nice;
+    return worker->current_nice;
 }
 
 static void op_pool_uncount_blocked(op_pool *pool);
 
-/* The task's body returned: clear `run`, and take back what the monitor lent for it. */
-static void op_worker_end_task(op_worker *worker) {
+void op_worker_count_task(void) {
+    op_worker *worker = op_tls_worker;
+    /* relaxed: a count for introspection; no body runs, nothing for the monitor to see. */
+    atomic_store_explicit(&worker->run, ++worker->serial << OP_RUN_SERIAL_SHIFT,
+                          memory_order_relaxed);
+}
+
+void op_worker_body_begin(op_token *token) {
+    op_worker *worker = op_tls_worker;
+    worker->token = token;
+    /* release: the monitor, which reads `token` after its acquiring compare-and-swap. */
+    atomic_store_explicit(&worker->run, (++worker->serial << OP_RUN_SERIAL_SHIFT) | OP_RUN_IN_TASK,
+                          memory_order_release);
+}
+
+void op_worker_body_end(void) {
+    op_worker *worker = op_tls_worker;
     uint64_t next = worker->serial << OP_RUN_SERIAL_SHIFT;
     /* relaxed first look; the compare-and-swap orders. */
     uint64_t old = atomic_load_explicit(&worker->run, memory_order_relaxed);
@@ -241,61 +254,10 @@ static void op_worker_end_task(op_worker *worker) {
         }
     }
     if (OP_LIKELY(!(old & OP_RUN_LENT))) return;
-    op_queue_take_back_slot(worker->monitor_lent);
+    /* Counted blocked; a slot was lent only if the queue's width allowed it. */
+    if (worker->monitor_lent) worker->monitor_lent->cls->take_back_slot(worker->monitor_lent);
     worker->monitor_lent = NULL;
     op_pool_uncount_blocked(worker->pool);
-}
-
-op_run_result op_worker_execute(op_queue_t *queue, op_task_t *task) {
-    op_worker *worker = op_tls_worker;
-    /* acquire: pairs with the releases that made the task ready (dependencies' finish). */
-    uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_RUNNING, memory_order_acq_rel);
-    uint64_t serial = ++worker->serial;
-    if ((old & OP_STATE_CANCELLED) && !(task->flags & OP_TASK_RUN_WHEN_CANCELLED)) {
-        /* relaxed: a count for introspection; no body runs, nothing for the monitor to see. */
-        atomic_store_explicit(&worker->run, serial << OP_RUN_SERIAL_SHIFT, memory_order_relaxed);
-        op_tls_drain.hand_off_allowed = true; /* cleared by the finish */
-        op_task_finish(task);
-        return OP_RAN_FINISHED;
-    }
-    int class_nice = worker->current_nice;
-    bool changed = false;
-    /* Fast path: a task of the pool's own class at thread priority 0.5 needs no syscall. */
-    if (task->nice_delta != 0 ||
-        (task->qos >= 0 ? task->qos
-                        : atomic_load_explicit(&queue->qos, memory_order_relaxed)) !=
-            worker->pool->qos) {
-        int target = op_nice_clamp_task(op_task_wanted_nice(task, queue), class_nice);
-        changed = target != class_nice && op_nice_set_current_thread(target) == 0;
-    }
-
-    op_tls_task = task;
-    op_tls_queue = queue;
-    worker->queue = queue;
-    /* release: the monitor, which reads `queue` after its acquiring compare-and-swap. */
-    atomic_store_explicit(&worker->run, (serial << OP_RUN_SERIAL_SHIFT) | OP_RUN_IN_TASK,
-                          memory_order_release);
-    task->fn(op_task_user_context(task));
-    op_worker_end_task(worker);
-    op_tls_task = NULL;
-    op_tls_queue = NULL;
-
-    if (changed) op_nice_set_current_thread(class_nice);
-
-    if (OP_UNLIKELY(atomic_load_explicit(&task->state, memory_order_relaxed) & OP_STATE_DEFER)) {
-        op_task_settle_deferred(task);
-        return OP_RAN_DEFERRED;
-    }
-    if (task->flags & OP_TASK_MANUAL_COMPLETION) {
-        /* acq_rel: the handshake with op_task_complete; the second of the two settles the
-         * queue slot. If completion came first, we settle it like any finished task. */
-        uint32_t after = atomic_fetch_or_explicit(&task->state, OP_STATE_BODY_DONE,
-                                                  memory_order_acq_rel);
-        return (after & OP_STATE_FINISHED) ? OP_RAN_FINISHED : OP_RAN_HANDED_OFF;
-    }
-    op_tls_drain.hand_off_allowed = true; /* cleared by the finish */
-    op_task_finish(task);
-    return OP_RAN_FINISHED;
 }
 
 /* ---- the worker thread ---------------------------------------------------------------------- */
@@ -314,9 +276,6 @@ static bool op_spare_retire(op_pool *pool) {
     }
     return false;
 }
-
-/* The default-width queue whose slot this thread lent while asleep in a wait. */
-static _Thread_local op_queue_t *op_tls_lent_queue;
 
 /* Counts one more blocked thread; true when the caller must start a spare (already counted). */
 static bool op_pool_count_blocked(op_pool *pool) {
@@ -339,9 +298,9 @@ static void op_pool_uncount_blocked(op_pool *pool) {
     atomic_fetch_sub_explicit(&pool->balance, 1, memory_order_relaxed);
 }
 
-void op_worker_will_block(void) {
+bool op_worker_will_block(void) {
     op_pool *pool = op_tls_pool;
-    if (!pool) return; /* not a worker: nothing to stand in for */
+    if (!pool) return false; /* not a worker: nothing to stand in for */
     bool lent_by_monitor = false;
     op_worker *worker = op_tls_worker;
     if (worker) {
@@ -350,13 +309,8 @@ void op_worker_will_block(void) {
                                                 memory_order_relaxed);
         lent_by_monitor = (old & (OP_RUN_LENT | OP_RUN_LENDING)) != 0;
     }
-    /* What this worker released and holds in its local run queue goes to the bands, where
-     * others (the spare below) find it: the body may wait for exactly that. */
-    op_drain_flush_local();
-    if (!lent_by_monitor) op_tls_lent_queue = op_queue_lend_slot(op_tls_queue);
     if (op_pool_count_blocked(pool)) op_pool_start_spare(pool);
-    /* The queue may now start one more of its tasks (on the spare, or any worker). */
-    if (op_tls_lent_queue) op_queue_dispatch_sub(op_tls_lent_queue, 1, 0);
+    return !lent_by_monitor;
 }
 
 void op_worker_did_unblock(void) {
@@ -365,8 +319,6 @@ void op_worker_did_unblock(void) {
     if (op_tls_worker) {
         atomic_fetch_and_explicit(&op_tls_worker->run, ~OP_RUN_VISIBLE_WAIT, memory_order_relaxed);
     }
-    op_queue_take_back_slot(op_tls_lent_queue);
-    op_tls_lent_queue = NULL;
     op_pool_uncount_blocked(pool);
 }
 
@@ -392,10 +344,9 @@ static void op_pool_look_at(op_pool *pool, op_worker *worker) {
                                                  memory_order_acquire, memory_order_relaxed)) {
         return; /* the task ended, or a visible wait began */
     }
-    worker->monitor_lent = op_queue_lend_slot(worker->queue);
     bool start = op_pool_count_blocked(pool);
     /* May push a token: a spare takes it. */
-    if (worker->monitor_lent) op_queue_dispatch_lent(worker->monitor_lent);
+    worker->monitor_lent = worker->token->cls->lend_slot(worker->token) ? worker->token : NULL;
     /* release: the count and `monitor_lent` before LENT (the worker's acquiring end). The
      * exchange keeps a VISIBLE_WAIT bit set meanwhile. */
     atomic_fetch_xor_explicit(&worker->run, OP_RUN_LENDING | OP_RUN_LENT, memory_order_release);
@@ -513,8 +464,8 @@ static void *op_worker_main(void *arg) {
             if (op_pool_has_tokens(pool)) op_event_notify(&pool->event, 1);
             break;
         }
-        op_queue_t *queue = op_pool_take_token(pool, worker->node);
-        if (!queue) {
+        op_token *token = op_pool_take_token(pool, worker->node);
+        if (!token) {
             /* seq_cst: `searching` is half of the Dekker pair with op_pool_push_token. At most
              * half the workers search at once: on a loaded machine a spinning worker takes the
              * CPU from the thread that would give it work. */
@@ -528,9 +479,9 @@ static void *op_worker_main(void *arg) {
                 int64_t now = start;
                 do {
                     for (int i = 0; i < 16; i++) op_cpu_relax();
-                    queue = op_pool_take_token(pool, worker->node);
+                    token = op_pool_take_token(pool, worker->node);
                     now = op_now_ns();
-                } while (!queue && now - start < OP_SEARCH_SPIN_NS);
+                } while (!token && now - start < OP_SEARCH_SPIN_NS);
             }
             atomic_fetch_sub_explicit(&pool->searching, 1, memory_order_seq_cst);
             /* Then, no longer counted (pushes wake parked workers again), keep looking while
@@ -538,15 +489,15 @@ static void *op_worker_main(void *arg) {
              * searchers do: on many CPUs a crowd of threads calling sched_yield in a loop
              * fights over the kernel's run-queue locks (seen on 16 CPUs); the rest park. */
             for (int64_t now = op_now_ns();
-                 !queue && searchers < OP_YIELD_SEARCHERS && now - start < OP_SEARCH_NS;
+                 !token && searchers < OP_YIELD_SEARCHERS && now - start < OP_SEARCH_NS;
                  now = op_now_ns()) {
                 sched_yield();
-                queue = op_pool_take_token(pool, worker->node);
+                token = op_pool_take_token(pool, worker->node);
             }
-            if (!queue) {
+            if (!token) {
                 uint32_t key = op_event_prepare_wait(&pool->event);
-                queue = op_pool_take_token(pool, worker->node);
-                if (queue) {
+                token = op_pool_take_token(pool, worker->node);
+                if (token) {
                     op_event_cancel_wait(&pool->event);
                 } else if (!worker->spare) {
                     op_event_wait(&pool->event, key, OP_WAIT_FOREVER);
@@ -554,8 +505,8 @@ static void *op_worker_main(void *arg) {
                      * Without that only searchers woke helpers: a burst of tokens pushed while
                      * one worker searched (no push wakes anyone then) woke one helper, and on
                      * 16 CPUs the other tokens waited behind blocked workers (issue 14). */
-                    queue = op_pool_take_token(pool, worker->node);
-                    if (!queue) continue;
+                    token = op_pool_take_token(pool, worker->node);
+                    if (!token) continue;
                 } else {
                     op_event_wait(&pool->event, key, OP_SPARE_IDLE_NS);
                     continue; /* retires at the top when surplus */
@@ -567,7 +518,7 @@ static void *op_worker_main(void *arg) {
             atomic_thread_fence(memory_order_seq_cst);
             if (op_pool_has_tokens(pool)) op_event_notify(&pool->event, 1);
         }
-        op_drain_queue(queue);
+        token->cls->drain(token); /* the queue runs its tasks on this thread */
     }
     /* Only spares leave. */
     pthread_mutex_lock(&pool->spares_lock);
