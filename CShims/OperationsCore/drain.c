@@ -174,7 +174,10 @@ static op_task_t *op_drain_linger(op_queue_t *queue, op_pool *pool, bool *marked
     int64_t start = op_now_ns();
     int64_t now = start;
     while (!task && now - start < OP_LINGER_NS) {
-        op_spin_pause(now - start);
+        /* Pauses only, never sched_yield: while we are marked idle no submit claims a drainer,
+         * so we must not give our CPU away (a submitter spinning on the same CPU would keep it
+         * a whole time slice while its tasks wait for us; W7's paced stream waited 1 ms). */
+        for (int i = 0; i < 16; i++) op_cpu_relax();
         if (op_pool_has_tokens(pool)) break;
         if (op_queue_has_ready(queue)) task = op_queue_take_ready(queue);
         now = op_now_ns();
