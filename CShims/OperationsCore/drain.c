@@ -84,6 +84,16 @@ static void op_drain_detach(void) {
     drain->credit = 0;
 }
 
+/* Leaves the queue but keeps its slot, handed to `pool` as a token: what we held goes back, the
+ * count is settled while the slot keeps the queue alive, and the push is our last touch. */
+static void op_drain_leave_with_token(op_queue_t *queue, op_pool *pool, uint64_t finished) {
+    op_drain_put_back(queue);
+    uint64_t sub = finished + op_tls_drain.credit;
+    op_drain_detach();
+    op_queue_busy_sub(queue, sub);
+    op_pool_push_token(pool, &queue->token);
+}
+
 /* Serves `queue` with this worker's local run queue while the queue is wide. */
 static void op_drain_attach_local(op_queue_t *queue, op_local_run_queue *ring) {
     op_drain *drain = &op_tls_drain;
@@ -276,14 +286,8 @@ void op_drain_token(op_token *token) {
         }
         int qos = atomic_load_explicit(&queue->qos, memory_order_relaxed);
         if (OP_UNLIKELY(qos != op_pool_qos(pool))) {
-            /* The queue moved to another class: hand our slot to that class's workers. Settle
-             * the count while the slot keeps the queue alive; the push is our last touch. */
-            op_pool *target = op_pool_for((op_qos_t)qos);
-            op_drain_put_back(queue);
-            uint64_t sub = finished + drain->credit;
-            op_drain_detach();
-            op_queue_busy_sub(queue, sub);
-            op_pool_push_token(target, &queue->token);
+            /* The queue moved to another class: hand our slot to that class's workers. */
+            op_drain_leave_with_token(queue, op_pool_for((op_qos_t)qos), finished);
             return;
         }
         op_drain_attach_local(queue, ring);
@@ -336,13 +340,8 @@ void op_drain_token(op_token *token) {
         if (--budget == 0) {
             budget = OP_DRAIN_BUDGET;
             if (op_pool_has_tokens(pool)) {
-                /* Let other queues run: settle the count while we still hold the slot, then
-                 * hand the slot back to the pool as a token (our last touch). */
-                op_drain_put_back(queue);
-                uint64_t sub = finished + drain->credit;
-                op_drain_detach();
-                op_queue_busy_sub(queue, sub);
-                op_pool_push_token(pool, &queue->token);
+                /* Let other queues run: our slot goes back to the pool as a token. */
+                op_drain_leave_with_token(queue, pool, finished);
                 return;
             }
             /* (The queue's QoS is re-checked at the top of the loop.) */

@@ -203,26 +203,52 @@ void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub) {
     for (int i = 0; i < claimed; i++) op_pool_push_token(pool, &queue->token); /* last touch */
 }
 
+/* Where a claim looks for the work it claims a slot for. */
+typedef enum {
+    OP_WORK_KNOWN,    /* the caller knows of some */
+    OP_WORK_IN_BANDS, /* the stash or the bands */
+    OP_WORK_ANYWHERE, /* those, or a worker's local run queue */
+} op_work_check;
+
+/* Claims one slot, starting from `word` (the slots word as the caller last saw it): not while the
+ * queue is suspended or at its width, nor (with `yield_to_idle`) while a drainer idles, and only
+ * while work waits where `check` says. True when claimed. seq_cst, as every claim of a slot:
+ * claims, releases and lends compare-and-swap the same word (see op_queue_release_slot). */
+static bool op_queue_claim_slot(op_queue_t *queue, uint64_t word, bool yield_to_idle,
+                                op_work_check check) {
+    for (;;) {
+        if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) return false;
+        if (yield_to_idle && op_slots_idle(word) != 0) return false;
+        if (op_slots_running(word) >= op_queue_effective_width(queue)) return false;
+        if (check != OP_WORK_KNOWN && !op_queue_has_ready(queue) &&
+            (check == OP_WORK_IN_BANDS ||
+             !op_pool_local_work(op_pool_for(op_queue_qos(queue)), queue))) {
+            return false;
+        }
+        if (atomic_compare_exchange_weak_explicit(&queue->slots, &word, word + 1,
+                                                  memory_order_seq_cst, memory_order_relaxed)) {
+            return true;
+        }
+    }
+}
+
+/* Hands a slot just claimed to the pool. The caller keeps the queue alive across it (its own
+ * slot or task); the token push is its last touch of the queue. */
+static void op_queue_hand_out_claimed(op_queue_t *queue) {
+    op_queue_busy_add(queue, 1);
+    op_pool_push_token(op_pool_for(op_queue_qos(queue)), &queue->token);
+}
+
 void op_queue_ramp_up(op_queue_t *queue, bool work_waits) {
     /* relaxed: a hint. Missing a chance to ramp up loses nothing (the submitters' claims and
      * the drainers' checks when they give slots back keep work from being stranded); the
-     * compare-and-swap below decides. */
+     * compare-and-swap in op_queue_claim_slot decides. */
     uint64_t word = atomic_load_explicit(&queue->slots, memory_order_relaxed);
-    for (;;) {
-        if (op_slots_idle(word) != 0) return;
-        if (op_slots_running(word) >= op_queue_effective_width(queue)) return;
-        if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) return;
-        if (!work_waits && !op_queue_has_ready(queue)) return;
-        /* seq_cst: as every claim of a slot (see op_queue_release_slot). */
-        if (atomic_compare_exchange_weak_explicit(&queue->slots, &word, word + 1,
-                                                  memory_order_seq_cst, memory_order_relaxed)) {
-            break;
-        }
+    /* The bands only: looking at every worker's local run queue on each pop would cost more than
+     * the drainer it might draw. */
+    if (op_queue_claim_slot(queue, word, true, work_waits ? OP_WORK_KNOWN : OP_WORK_IN_BANDS)) {
+        op_queue_hand_out_claimed(queue);
     }
-    /* The caller drains the queue (its slot keeps it alive): add the new slot's unit, then hand
-     * it out. */
-    op_queue_busy_add(queue, 1);
-    op_pool_push_token(op_pool_for(op_queue_qos(queue)), &queue->token);
 }
 
 bool op_queue_has_ready(op_queue_t *queue) {
@@ -369,19 +395,8 @@ bool op_queue_release_slot(op_queue_t *queue, bool idle) {
      * free slot and no idle drainer of ours, and claimed one itself: nothing to re-check. */
     if (!idle && op_slots_running(word) + 1 < op_queue_effective_width(queue)) return false;
     atomic_thread_fence(memory_order_seq_cst);
-    for (;;) {
-        if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) return false;
-        if (op_slots_idle(word) != 0) return false; /* another drainer idles: it takes the work */
-        if (op_slots_running(word) >= op_queue_effective_width(queue)) return false;
-        if (!op_queue_has_ready(queue) &&
-            !op_pool_local_work(op_pool_for(op_queue_qos(queue)), queue)) {
-            return false;
-        }
-        if (atomic_compare_exchange_weak_explicit(&queue->slots, &word, word + 1,
-                                                  memory_order_seq_cst, memory_order_relaxed)) {
-            return true;
-        }
-    }
+    /* Another drainer that idles takes the work (it looks again before it leaves). */
+    return op_queue_claim_slot(queue, word, true, OP_WORK_ANYWHERE);
 }
 
 /* With the default width (one running task per worker) a blocked task's worker is handed to a
@@ -409,21 +424,8 @@ static bool op_queue_token_lend_slot(op_token *token) {
     /* seq_cst: the lent slot (our RMW) before the reads, as in op_queue_release_slot. */
     atomic_thread_fence(memory_order_seq_cst);
     uint64_t word = atomic_load_explicit(&queue->slots, memory_order_relaxed);
-    for (;;) {
-        if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) return true;
-        if (op_slots_running(word) >= op_queue_effective_width(queue)) return true;
-        if (!op_queue_has_ready(queue) &&
-            !op_pool_local_work(op_pool_for(op_queue_qos(queue)), queue)) {
-            return true;
-        }
-        if (atomic_compare_exchange_weak_explicit(&queue->slots, &word, word + 1,
-                                                  memory_order_seq_cst, memory_order_relaxed)) {
-            break;
-        }
-    }
-    /* The blocked task's unit keeps the queue alive while we add the slot's and hand it out. */
-    op_queue_busy_add(queue, 1);
-    op_pool_push_token(op_pool_for(op_queue_qos(queue)), &queue->token);
+    /* The blocked task's unit keeps the queue alive meanwhile. */
+    if (op_queue_claim_slot(queue, word, false, OP_WORK_ANYWHERE)) op_queue_hand_out_claimed(queue);
     return true;
 }
 
