@@ -56,12 +56,15 @@ void op_drain_busy_add_one(op_queue_t *queue) {
     drain->credit--;
 }
 
-void op_drain_flush_local(void) {
+bool op_drain_flush_local(void) {
     op_drain *drain = &op_tls_drain;
-    if (!drain->local) return;
+    if (!drain->local) return false;
+    bool moved = false;
     for (void *entry; (entry = op_local_run_queue_pop(drain->local));) {
         op_queue_push_entry(drain->queue, entry);
+        moved = true;
     }
+    return moved;
 }
 
 /* Before the drainer may give up its slot: the task handed to it goes to the stash (the next

@@ -388,8 +388,9 @@ extern _Thread_local op_drain op_tls_drain;
  * slot allows. */
 void op_drain_token(op_token *token);
 /* The calling drainer's local run queue goes back to its queue's bands (before it sleeps in a
- * wait, so that nothing it released waits for it). */
-void op_drain_flush_local(void);
+ * wait, so that nothing it released waits for it); true when it held anything. The caller
+ * dispatches if no drainer may be coming for it. */
+bool op_drain_flush_local(void);
 /* Takes one busy unit for a task submitted to `queue`: from the calling drainer's credit when it
  * drains `queue`, else from the queue's counter. */
 void op_drain_busy_add_one(op_queue_t *queue);

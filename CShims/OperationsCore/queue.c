@@ -436,10 +436,17 @@ void op_queue_will_block(void) {
     if (!op_pool_current()) return; /* not a worker: nothing to stand in for */
     /* What this worker released and holds in its local run queue goes to the bands, where
      * others (the spare) find it: the body may wait for exactly that. */
-    op_drain_flush_local();
+    op_queue_t *drained = op_tls_drain.queue;
+    bool flushed = op_drain_flush_local();
     if (op_worker_will_block()) op_tls_lent_queue = op_queue_lend_slot(op_tls_queue);
-    /* The queue may now start one more of its tasks (on the spare, or any worker). */
-    if (op_tls_lent_queue) op_queue_dispatch_sub(op_tls_lent_queue, 1, 0);
+    /* The queue may now start one more of its tasks (on the spare, or any worker); on a queue
+     * of another width nothing is lent, but what we flushed still needs a drainer if the width
+     * allows one. Our slot keeps the queue alive across both. */
+    if (op_tls_lent_queue) {
+        op_queue_dispatch_sub(op_tls_lent_queue, 1, 0);
+    } else if (flushed) {
+        op_queue_dispatch_sub(drained, 1, 0);
+    }
 }
 
 void op_queue_did_unblock(void) {
