@@ -66,6 +66,10 @@ static void *op_monitor_main(void *arg) {
              * once more; a pusher publishes its token (seq_cst fence in op_pool_push_token),
              * then reads the state. One of the two sees the other. */
             atomic_store_explicit(&op_monitor_state, OP_MONITOR_ASLEEP, memory_order_seq_cst);
+            /* seq_cst fence: the tick's loads are relaxed or acquire; the fence makes the store
+             * and them a Dekker pair with the pusher's fence and load, by the standard and not
+             * only on x86. */
+            atomic_thread_fence(memory_order_seq_cst);
             if (tick()) {
                 atomic_store_explicit(&op_monitor_state, OP_MONITOR_AWAKE, memory_order_relaxed);
                 quiet = 0;

@@ -153,15 +153,20 @@ static op_task_t *op_drain_take(op_queue_t *queue, op_pool *pool) {
             if (op_queue_claim_entry(entry, &task)) return task;
         }
     }
+    /* Steal only into an empty local run queue: what a steal brought beyond an entry that turns
+     * out stale (a re-band's leftover) is taken first. */
     for (void *entry; (entry = op_pool_steal(pool, drain->local, queue));) {
-        if (op_queue_claim_entry(entry, &task)) {
-            /* What we stole beyond this one is in our local run queue: another drainer may
-             * take part of it. */
-            if (drain->local && !op_local_run_queue_is_empty(drain->local)) {
-                op_queue_ramp_up(queue, true);
-            }
-            return task;
+        bool claimed = op_queue_claim_entry(entry, &task);
+        while (!claimed && drain->local && (entry = op_local_run_queue_pop(drain->local))) {
+            claimed = op_queue_claim_entry(entry, &task);
         }
+        if (!claimed) continue;
+        /* What we stole beyond this one is in our local run queue: another drainer may take
+         * part of it. */
+        if (drain->local && !op_local_run_queue_is_empty(drain->local)) {
+            op_queue_ramp_up(queue, true);
+        }
+        return task;
     }
     return NULL;
 }
@@ -199,9 +204,11 @@ static op_task_t *op_drain_linger(op_queue_t *queue, op_pool *pool, bool *marked
         *marked = true;
         return NULL;
     }
-    /* relaxed: only lowers the count; a submitter that still sees us idle claims nothing,
-     * and we look at the bands again (ramp-up) before and after each task. */
-    atomic_fetch_sub_explicit(&queue->slots, OP_SLOTS_IDLE_ONE, memory_order_relaxed);
+    /* seq_cst, then a fence before ramp-up's look at the bands: a submitter that saw us idle
+     * claimed nothing, and the task we found may not be its; it pushed, fenced and read
+     * `slots`, so after our un-marking and fence we see its push (Dekker) and draw a drainer. */
+    atomic_fetch_sub_explicit(&queue->slots, OP_SLOTS_IDLE_ONE, memory_order_seq_cst);
+    atomic_thread_fence(memory_order_seq_cst);
     op_queue_ramp_up(queue, false);
     return task;
 }

@@ -322,8 +322,8 @@ int op_queue_effective_width(op_queue_t *queue);
 void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub);
 /* A drainer found work waiting behind the task it took: claims one more slot and hands it to
  * the pool, unless a drainer idles, the width is reached or (without `work_waits`, which says
- * the caller knows of some) the bands are empty. */
-void op_queue_ramp_up(op_queue_t *queue, bool work_waits);
+ * the caller knows of some) the bands are empty. True when it claimed one. */
+bool op_queue_ramp_up(op_queue_t *queue, bool work_waits);
 /* Claims the task, registers it (tracking queues) and, when nothing holds it, puts it in the
  * bands, or, with `allow_local`, in the calling drainer's local run queue, without waking a
  * worker for the bands: the caller dispatches when *pushed_shared. Returns 0 or EBUSY. */

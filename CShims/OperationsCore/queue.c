@@ -239,16 +239,18 @@ static void op_queue_hand_out_claimed(op_queue_t *queue) {
     op_pool_push_token(op_pool_for(op_queue_qos(queue)), &queue->token);
 }
 
-void op_queue_ramp_up(op_queue_t *queue, bool work_waits) {
+bool op_queue_ramp_up(op_queue_t *queue, bool work_waits) {
     /* relaxed: a hint. Missing a chance to ramp up loses nothing (the submitters' claims and
      * the drainers' checks when they give slots back keep work from being stranded); the
      * compare-and-swap in op_queue_claim_slot decides. */
     uint64_t word = atomic_load_explicit(&queue->slots, memory_order_relaxed);
     /* The bands only: looking at every worker's local run queue on each pop would cost more than
      * the drainer it might draw. */
-    if (op_queue_claim_slot(queue, word, true, work_waits ? OP_WORK_KNOWN : OP_WORK_IN_BANDS)) {
-        op_queue_hand_out_claimed(queue);
+    if (!op_queue_claim_slot(queue, word, true, work_waits ? OP_WORK_KNOWN : OP_WORK_IN_BANDS)) {
+        return false;
     }
+    op_queue_hand_out_claimed(queue);
+    return true;
 }
 
 bool op_queue_has_ready(op_queue_t *queue) {
@@ -300,7 +302,8 @@ void op_queue_push_entry(op_queue_t *queue, void *entry) {
 
 bool op_queue_push_local(op_queue_t *queue, op_task_t *task) {
     op_drain *drain = &op_tls_drain;
-    if (drain->queue != queue || !drain->local || op_task_band(task) != OP_PRIORITY_NORMAL) {
+    if (drain->queue != queue || !drain->local || op_task_band(task) != OP_PRIORITY_NORMAL ||
+        op_queue_effective_width(queue) <= 1) { /* a body may have narrowed it to serial */
         return false;
     }
     bool was_empty = op_local_run_queue_is_empty(drain->local);
@@ -311,15 +314,19 @@ bool op_queue_push_local(op_queue_t *queue, op_task_t *task) {
     atomic_thread_fence(memory_order_seq_cst);
     uint64_t word = atomic_load_explicit(&queue->slots, memory_order_relaxed);
     if (op_slots_idle(word) != 0) {
-        /* A drainer idles and looks at the bands: hand it what we hold. */
+        /* A drainer idles and looks at the bands: hand it what we hold. An entry in flight from
+         * our local run queue to the bands is in neither for a moment, and the idle drainer's
+         * last look may fall in it; dispatching after the pushes (a fence, then `slots`) pairs
+         * with that look, so either it sees the work or we claim a drainer. */
         op_drain_flush_local();
+        op_queue_dispatch_sub(queue, 1, 0);
         return true;
     }
     /* The first task in an empty local run queue draws one more drainer if the width allows;
      * it steals half, and a thief that leaves some behind draws the next (op_drain_take). The
      * ones after it wait for that drainer or for us. */
-    if (was_empty && op_slots_running(word) < op_queue_effective_width(queue)) {
-        op_queue_ramp_up(queue, true);
+    if (was_empty && op_slots_running(word) < op_queue_effective_width(queue) &&
+        op_queue_ramp_up(queue, true)) {
         return true;
     }
     /* Nobody was called for it: if this body now blocks where we cannot see, the monitor must

@@ -201,7 +201,9 @@ bool op_fifo_maybe_nonempty(const op_fifo *fifo) {
      * not yet published reads empty: its producer dispatches after publishing. */
     uint64_t deq = atomic_load_explicit(&head->dequeue_pos, memory_order_relaxed);
     uint64_t seq = atomic_load_explicit(&head->cells[deq & head->mask].seq, memory_order_relaxed);
-    return seq == deq + 1;
+    /* Published for this lap, or already consumed (our `deq` is stale, and later cells may hold
+     * items): both say "maybe". */
+    return (int64_t)(seq - (deq + 1)) >= 0;
 }
 
 /* ---- five bands ------------------------------------------------------------------------------ */

@@ -67,6 +67,40 @@ private let parentThatSuspendsBody: TaskBody = { context in
     family.parentDone.open()
 }
 
+/// A parent that, again and again, submits a child to its own queue and waits for it.
+private final class WaitingParent: @unchecked Sendable {
+    let queue: OpaquePointer
+    let rounds: Int
+    let stranded = Atomic<Int>(0)
+    let roundsDone = Atomic<Int>(0)
+    let done = Latch()
+    init(queue: OpaquePointer, rounds: Int) {
+        self.queue = queue
+        self.rounds = rounds
+    }
+}
+
+private let emptyChildBody: TaskBody = { _ in }
+
+/// Submits a child (into this worker's local run queue) and waits for it, with a little work
+/// of varying length between rounds, so the queue's idle drainer comes and goes around it.
+private let parentWaitingOnEachChildBody: TaskBody = { context in
+    let parent = contextObject(context, as: WaitingParent.self)
+    for round in 0..<parent.rounds {
+        guard let child = op_task_create(emptyChildBody, nil, nil) else { break }
+        _ = op_queue_submit(parent.queue, child)
+        if op_task_wait(child, 2_000_000_000) == ETIMEDOUT {
+            parent.stranded.add(1, ordering: .relaxed)
+            _ = op_task_wait(child, Limits.waitNs) // let it finish before we go on
+        }
+        op_task_release(child)
+        parent.roundsDone.add(1, ordering: .relaxed)
+        let spinUntil = monotonicNs() + Int64((round * 7919) % 6000)
+        while monotonicNs() < spinUntil {}
+    }
+    parent.done.open()
+}
+
 /// A width-2 queue with its other slot held by a blocker; the parent runs on the free one.
 private func familyWithOneFreeSlot(parent: TaskBody) throws -> Family {
     let queue = try makeQueue("family", width: 2)
@@ -88,6 +122,22 @@ struct ReleasedWorkTests {
         #expect(op_queue_wait(family.queue, Limits.waitNs) == 0)
         #expect(family.log.withLock { $0 } == ["urgent", "n0", "n1", "n2", "n3", "n4"],
                 "priority first, then the order of submission")
+    }
+
+    @Test(arguments: [2, 4])
+    func aChildABodySubmitsAndWaitsForIsNeverStranded(width: Int32) throws {
+        // The child goes to the parent's local run queue; whenever the queue's idle drainer is
+        // about, the push hands it to the bands, and either that drainer takes it or a new one
+        // is claimed. A child that no worker took (the bands held it, no token was out) made
+        // the parent's wait run out: on 2 CPUs within 12 to 456 rounds before the fix.
+        let queue = try makeQueue("waiting-parent", width: width)
+        defer { op_queue_release(queue) }
+        let parent = WaitingParent(queue: queue, rounds: scaled(4000, tsan: 800))
+        #expect(op_queue_submit_f(queue, parentWaitingOnEachChildBody, contextPointer(parent)) == 0)
+        #expect(parent.done.wait(seconds: 120), "the parent finished \(parent.roundsDone.load(ordering: .relaxed)) of \(parent.rounds) rounds")
+        #expect(parent.stranded.load(ordering: .relaxed) == 0,
+                "\(parent.stranded.load(ordering: .relaxed)) children waited 2 s with no worker to run them")
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
     }
 
     @Test func tasksABodySubmittedDoNotStartOnceItSuspendedTheQueueAndAllRunOnResume() throws {

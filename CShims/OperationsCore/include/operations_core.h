@@ -256,7 +256,8 @@ int op_queue_set_qos(op_queue_t *queue, op_qos_t qos);
 op_qos_t op_queue_qos(const op_queue_t *queue);
 
 /** Unfinished tasks of the queue (waiting, ready or running), a snapshot. Workers publish
- *  finishes in small batches, so the count may lag by a few tasks while a queue drains. */
+ *  finishes in small batches, so the count may lag by a few tasks while a queue drains, and a
+ *  worker whose bodies submit to the queue they run on counts up to 15 more ahead. */
 size_t op_queue_unfinished(const op_queue_t *queue);
 
 /** Blocks until the queue holds no unfinished task, or timeout_ns passes. Tasks added
