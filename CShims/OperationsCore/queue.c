@@ -169,40 +169,6 @@ void op_queue_busy_sub(op_queue_t *queue, uint64_t count) {
     op_queue_release(queue); /* the busy reference; may free the queue */
 }
 
-void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub) {
-    /* seq_cst: the caller's push into the bands is ordered before our read of `slots` and
-     * `suspended` (Dekker with op_queue_release_slot). */
-    atomic_thread_fence(memory_order_seq_cst);
-    int claimed = 0;
-    uint64_t word = atomic_load_explicit(&queue->slots, memory_order_relaxed);
-    while (claimed < max_tokens) {
-        if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) break;
-        /* An idle drainer takes the work (it looks at the bands after marking itself idle). */
-        if (op_slots_idle(word) != 0) break;
-        if (op_slots_running(word) >= op_queue_effective_width(queue)) break;
-        if (!op_queue_has_ready(queue)) break;
-        /* seq_cst: a claimed slot is part of the same Dekker pair. */
-        if (atomic_compare_exchange_weak_explicit(&queue->slots, &word, word + 1,
-                                                  memory_order_seq_cst, memory_order_relaxed)) {
-            claimed++;
-            word++;
-        }
-    }
-    if (claimed == 0) {
-        op_queue_busy_sub(queue, sub);
-        return;
-    }
-    op_pool *pool = op_pool_for((op_qos_t)atomic_load_explicit(&queue->qos, memory_order_relaxed));
-    /* One add for the slots' units and the caller's units: stays >= claimed > 0. */
-    uint64_t delta = (uint64_t)claimed - sub;
-    if ((int64_t)delta > 0) {
-        op_queue_busy_add(queue, delta);
-    } else if ((int64_t)delta < 0) {
-        atomic_fetch_sub_explicit(&queue->busy, sub - (uint64_t)claimed, memory_order_seq_cst);
-    }
-    for (int i = 0; i < claimed; i++) op_pool_push_token(pool, &queue->token); /* last touch */
-}
-
 /* Where a claim looks for the work it claims a slot for. */
 typedef enum {
     OP_WORK_KNOWN,    /* the caller knows of some */
@@ -230,6 +196,33 @@ static bool op_queue_claim_slot(op_queue_t *queue, uint64_t word, bool yield_to_
             return true;
         }
     }
+}
+
+void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub) {
+    /* seq_cst: the caller's push into the bands is ordered before our read of `slots` and
+     * `suspended` (Dekker with op_queue_release_slot). */
+    atomic_thread_fence(memory_order_seq_cst);
+    int claimed = 0;
+    /* An idle drainer takes the work (it looks at the bands after marking itself idle).
+     * relaxed loads: the fence above orders them; each claim is the helper's seq_cst CAS. */
+    while (claimed < max_tokens &&
+           op_queue_claim_slot(queue, atomic_load_explicit(&queue->slots, memory_order_relaxed),
+                               true, OP_WORK_IN_BANDS)) {
+        claimed++;
+    }
+    if (claimed == 0) {
+        op_queue_busy_sub(queue, sub);
+        return;
+    }
+    op_pool *pool = op_pool_for((op_qos_t)atomic_load_explicit(&queue->qos, memory_order_relaxed));
+    /* One add for the slots' units and the caller's units: stays >= claimed > 0. */
+    uint64_t delta = (uint64_t)claimed - sub;
+    if ((int64_t)delta > 0) {
+        op_queue_busy_add(queue, delta);
+    } else if ((int64_t)delta < 0) {
+        atomic_fetch_sub_explicit(&queue->busy, sub - (uint64_t)claimed, memory_order_seq_cst);
+    }
+    for (int i = 0; i < claimed; i++) op_pool_push_token(pool, &queue->token); /* last touch */
 }
 
 /* Hands a slot just claimed to the pool. The caller keeps the queue alive across it (its own
