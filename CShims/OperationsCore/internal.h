@@ -242,7 +242,9 @@ struct op_queue {
     _Atomic int32_t qos;
     _Atomic uint32_t refs;       /* handles + 1 while busy > 0 */
     _Atomic uint32_t idle_epoch; /* futex word for op_queue_wait */
-    _Atomic uint32_t idle_waiters;
+    _Atomic uint32_t idle_waiters; /* blocked waits + pending idle notices (idle_wait.c) */
+    struct op_idle_notice *_Atomic idle_notices; /* op_queue_notify_idle; under idle_lock */
+    pthread_mutex_t idle_lock;
     int32_t default_width;       /* workers per class: what OP_WIDTH_DEFAULT means */
     void *context;               /* op_queue_set_context */
     op_task_fn context_retain;
@@ -331,6 +333,11 @@ int op_queue_submit_one(op_queue_t *queue, op_task_t *task, bool allow_local, bo
 void op_queue_busy_add(op_queue_t *queue, uint64_t count);
 /* Subtracts from busy; at zero wakes waiters and drops the busy reference (may free). */
 void op_queue_busy_sub(op_queue_t *queue, uint64_t count);
+/* idle_wait.c: the queue just went idle (busy reached 0) and idle_waiters was non-zero: wake
+ * the blocked waits and run the idle notices. */
+void op_queue_wake_idle_waiters(op_queue_t *queue);
+/* idle_wait.c: frees notices left at destruction (none can be: the queue was idle). */
+void op_queue_destroy_idle_notices(op_queue_t *queue);
 /* The queue gives up a slot (and an idle mark, with `idle`); returns true when the caller
  * re-claimed it to go on draining because work showed up (in the bands or a local run queue). */
 bool op_queue_release_slot(op_queue_t *queue, bool idle);

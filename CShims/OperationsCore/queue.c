@@ -74,6 +74,8 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     atomic_init(&queue->refs, 1);
     atomic_init(&queue->idle_epoch, 0);
     atomic_init(&queue->idle_waiters, 0);
+    atomic_init(&queue->idle_notices, NULL);
+    pthread_mutex_init(&queue->idle_lock, NULL);
     queue->default_width = op_topology_get()->cpu_count;
     queue->context = NULL;
     queue->context_retain = NULL;
@@ -113,6 +115,7 @@ void op_queue_release(op_queue_t *queue) {
     /* acq_rel: the last release sees all other owners' writes before freeing. */
     if (atomic_fetch_sub_explicit(&queue->refs, 1, memory_order_acq_rel) == 1) {
         op_registry_destroy(queue);
+        op_queue_destroy_idle_notices(queue);
         /* Only entries made stale by re-banding can be left: each holds a task reference. */
         for (void *entry; (entry = op_ready_queue_pop(&queue->ready));) {
             op_task_release((op_task_t *)((uintptr_t)entry & ~OP_ENTRY_TAG_MASK));
@@ -161,9 +164,7 @@ void op_queue_busy_sub(op_queue_t *queue, uint64_t count) {
     if (compact) op_queue_release(queue); /* the idle path below compacts anyway */
     if (queue->tracking) op_registry_compact_if_idle(queue); /* release finished contexts */
     if (atomic_load_explicit(&queue->idle_waiters, memory_order_seq_cst) != 0) {
-        /* release: a waiter that sees the new epoch sees everything before it. */
-        atomic_fetch_add_explicit(&queue->idle_epoch, 1, memory_order_release);
-        op_futex_wake(&queue->idle_epoch, INT32_MAX);
+        op_queue_wake_idle_waiters(queue);
     }
     if (queue->context_release) queue->context_release(queue->context);
     op_queue_release(queue); /* the busy reference; may free the queue */
@@ -537,6 +538,25 @@ int op_queue_submit_batch(op_queue_t *queue, op_task_t *const *tasks, size_t cou
     return rc;
 }
 
+/* A task nobody holds a handle to and no registry lists: plain initialisation, and its one
+ * reference is the queue's. Nobody else can see it yet, so no read-modify-write until the push
+ * below, which publishes it (release, in op_fifo_push or the local run queue's tail). */
+static int op_queue_submit_untracked(op_queue_t *queue, op_task_fn fn, void *context, int qos) {
+    op_task_t *task = op_task_cache_alloc();
+    if (!task) return ENOMEM;
+    const op_task_attr_t attr = {
+        .priority = OP_PRIORITY_NORMAL, .qos = qos, .thread_priority = 0.5};
+    op_task_init(task, fn, context, &attr);
+    atomic_init(&task->state, OP_STATE_SUBMITTED | OP_STATE_QUEUED);
+    atomic_init(&task->pending, 0);
+    atomic_init(&task->queue, queue);
+    op_drain_busy_add_one(queue);
+    if (op_queue_push_local(queue, task)) return 0;
+    op_queue_push_band(queue, task, OP_PRIORITY_NORMAL); /* generation 0: no tag */
+    op_queue_dispatch_sub(queue, 1, 0);
+    return 0;
+}
+
 int op_queue_submit_f(op_queue_t *queue, op_task_fn fn, void *context) {
     if (!queue || !fn) return EINVAL;
     if (queue->tracking) {
@@ -547,22 +567,12 @@ int op_queue_submit_f(op_queue_t *queue, op_task_fn fn, void *context) {
         op_task_release(task);
         return rc;
     }
-    /* Nobody else can see this task yet, so it starts out submitted and queued with plain
-     * initialisation, and its one reference is the queue's: no read-modify-write until the
-     * push below, which publishes it (release, in op_fifo_push or the local run queue's tail). */
-    op_task_t *task = op_task_cache_alloc();
-    if (!task) return ENOMEM;
-    static const op_task_attr_t defaults = {
-        .priority = OP_PRIORITY_NORMAL, .qos = OP_QOS_INHERIT, .thread_priority = 0.5};
-    op_task_init(task, fn, context, &defaults);
-    atomic_init(&task->state, OP_STATE_SUBMITTED | OP_STATE_QUEUED);
-    atomic_init(&task->pending, 0);
-    atomic_init(&task->queue, queue);
-    op_drain_busy_add_one(queue);
-    if (op_queue_push_local(queue, task)) return 0;
-    op_queue_push_band(queue, task, OP_PRIORITY_NORMAL); /* generation 0: no tag */
-    op_queue_dispatch_sub(queue, 1, 0);
-    return 0;
+    return op_queue_submit_untracked(queue, fn, context, OP_QOS_INHERIT);
+}
+
+int op_queue_submit_job(op_queue_t *queue, op_task_fn fn, void *context, int qos) {
+    if (!queue || !fn || qos < OP_QOS_INHERIT || qos >= OP_QOS_COUNT) return EINVAL;
+    return op_queue_submit_untracked(queue, fn, context, qos);
 }
 
 int op_queue_set_width(op_queue_t *queue, int width) {
@@ -621,42 +631,3 @@ void op_queue_set_context(op_queue_t *queue, void *context, op_task_fn retain, o
 }
 
 void *op_queue_context(const op_queue_t *queue) { return queue ? queue->context : NULL; }
-
-int op_queue_wait(op_queue_t *queue, int64_t timeout_ns) {
-    if (!queue) return EINVAL;
-    if (op_tls_queue == queue) return EDEADLK;
-    int64_t deadline = timeout_ns >= 0 ? op_now_ns() + timeout_ns : -1;
-    int64_t start = op_now_ns(), now = start;
-    while (atomic_load_explicit(&queue->busy, memory_order_seq_cst) != 0 &&
-           now - start < OP_WAIT_SPIN_NS && (deadline < 0 || now < deadline)) {
-        op_spin_pause(now - start);
-        now = op_now_ns();
-    }
-    for (;;) {
-        if (atomic_load_explicit(&queue->busy, memory_order_seq_cst) == 0) {
-            /* Finished tasks' contexts are released before the wait returns. */
-            op_registry_compact_now(queue);
-            return 0;
-        }
-        uint32_t epoch = atomic_load_explicit(&queue->idle_epoch, memory_order_acquire);
-        /* seq_cst: register, then re-read busy (Dekker with op_queue_busy_sub). */
-        atomic_fetch_add_explicit(&queue->idle_waiters, 1, memory_order_seq_cst);
-        if (atomic_load_explicit(&queue->busy, memory_order_seq_cst) == 0) {
-            atomic_fetch_sub_explicit(&queue->idle_waiters, 1, memory_order_relaxed);
-            op_registry_compact_now(queue);
-            return 0;
-        }
-        int64_t left = -1;
-        if (deadline >= 0) {
-            left = deadline - op_now_ns();
-            if (left <= 0) {
-                atomic_fetch_sub_explicit(&queue->idle_waiters, 1, memory_order_relaxed);
-                return ETIMEDOUT;
-            }
-        }
-        op_queue_will_block();
-        op_futex_wait(&queue->idle_epoch, epoch, left);
-        op_queue_did_unblock();
-        atomic_fetch_sub_explicit(&queue->idle_waiters, 1, memory_order_relaxed);
-    }
-}

@@ -45,7 +45,7 @@ extension Operation {
         // together; observers or a completion block added meanwhile take the general finish.
         current = state.load(ordering: .relaxed)
         while true {
-            if current & (State.hasObservers | State.hasCompletion | State.hasDependents) != 0 {
+            if current & (State.hasObservers | State.hasCompletion | State.hasDependents | State.hasFinishWaiters) != 0 {
                 // markFinished reads the state again after the core task completed, when the
                 // queue's reference may already be gone: hold one of our own across it.
                 let held = Unmanaged.passUnretained(self).retain()
@@ -54,7 +54,8 @@ extension Operation {
                 return true
             }
             // dependentsClosed: a dependent registering after this sees it and waits for the
-            // core task's finish just below (no user code runs in between).
+            // core task's finish just below (no user code runs in between); an async waiter
+            // registering after this returns at once (the operation is finished).
             let desired = (current | State.finished | State.completed | State.dependentsClosed) & ~State.executing
             let (exchanged, original) = state.compareExchange(
                 expected: current, desired: desired, ordering: .acquiringAndReleasing)

@@ -57,7 +57,8 @@ open class Operation: @unchecked Sendable {
         static let severalBlocks: UInt32 = 1 << 11     // a BlockOperation has blocks in extras
         static let hasDependents: UInt32 = 1 << 12     // operations wait for it (extras.dependents)
         static let lateDependencies: UInt32 = 1 << 13  // a dependency the core could not hold (D3)
-        static let dependentsClosed: UInt32 = 1 << 14  // finished: announces no dependent added now
+        static let dependentsClosed: UInt32 = 1 << 14  // completed: no dependent or async waiter is added now
+        static let hasFinishWaiters: UInt32 = 1 << 15  // async waits are registered (extras.finishWaiters)
     }
 
     /// The operation's only stored property: the `State` bits in the top 16 bits, and the
@@ -240,8 +241,27 @@ open class Operation: @unchecked Sendable {
     /// ready, that already started, or that is in a queue (the queue starts it) is a
     /// programmer error and traps with a message naming the operation.
     open func start() {
+        guard beginExecuting() else { return }
+        let threadPriority = self.threadPriority
+        var previousNice = OP_NICE_UNCHANGED
+        if threadPriority != 0.5 {
+            previousNice = op_thread_priority_apply(effectiveCoreQoS, threadPriority)
+        }
+        // By hand (not on a worker), make waits on this operation from its own work fail loudly.
+        let previousTask = op_task_swap_current(task)
+        main()
+        op_task_swap_current(previousTask)
+        op_thread_priority_restore(previousNice)
+        markFinished()
+    }
+
+    /// What every `start()` does first: the misuse checks, the claim, and for a cancelled
+    /// operation the move to finished. True when the operation is now executing and its work
+    /// should run; false when there is nothing to run (it had finished, or was cancelled and
+    /// is now finished).
+    final func beginExecuting() -> Bool {
         let current = state.load(ordering: .acquiring)
-        if current & State.finished != 0 { return }
+        if current & State.finished != 0 { return false }
         if current & State.started != 0 {
             operationMisuse("start() called on \(self), which already started")
         }
@@ -257,22 +277,12 @@ open class Operation: @unchecked Sendable {
         }
         if isCancelled {
             markFinished()
-            return
+            return false
         }
         willChangeValue(forKey: "isExecuting")
         state.bitwiseOr(State.executing, ordering: .releasing)
         didChangeValue(forKey: "isExecuting")
-        let threadPriority = self.threadPriority
-        var previousNice = OP_NICE_UNCHANGED
-        if threadPriority != 0.5 {
-            previousNice = op_thread_priority_apply(effectiveCoreQoS, threadPriority)
-        }
-        // By hand (not on a worker), make waits on this operation from its own work fail loudly.
-        let previousTask = op_task_swap_current(task)
-        main()
-        op_task_swap_current(previousTask)
-        op_thread_priority_restore(previousNice)
-        markFinished()
+        return true
     }
 
     /// The work of a synchronous operation. The default does nothing. Poll `isCancelled`.
@@ -298,6 +308,10 @@ open class Operation: @unchecked Sendable {
     }
 
     /// Blocks until the operation finished. Calling it from inside the operation traps.
+    ///
+    /// Unavailable from async code, as in Foundation: there `await waitUntilFinished()`
+    /// suspends the calling task instead of blocking its thread.
+    @available(*, noasync, message: "use await waitUntilFinished(), which suspends instead of blocking a thread")
     open func waitUntilFinished() {
         if op_task_current() == task {
             operationMisuse("waitUntilFinished() called on \(self) from inside its own work; it would wait forever")
@@ -412,9 +426,11 @@ open class Operation: @unchecked Sendable {
             block?()
         }
         op_task_complete(task)
-        // After the core task finished: a dependent that registers from now on sees the mark
-        // and re-checks its own readiness; one that registered before is announced here.
+        // After the core task finished: a dependent or async waiter that registers from now on
+        // sees the mark (and re-checks its own readiness, or returns); one that registered
+        // before is announced or resumed here.
         let closing = state.bitwiseOr(State.dependentsClosed, ordering: .acquiringAndReleasing).oldValue
+        if closing & State.hasFinishWaiters != 0 { resumeFinishWaiters() }
         if closing & State.hasDependents != 0 { announceReadinessOfDependents() }
     }
 

@@ -18,6 +18,8 @@ final class OperationExtras {
     var observers: [Operation.ObservationKey: [Int: @Sendable (Operation) -> Void]] = [:]
     /// A BlockOperation's blocks after its first.
     var moreBlocks: [@Sendable () -> Void] = []
+    /// Tasks suspended in `await waitUntilFinished()`, resumed once when it completes.
+    var finishWaiters: [CheckedContinuation<Void, Never>] = []
 
     init(task: OpaquePointer) { self.task = task }
 }

@@ -20,6 +20,11 @@ open class OperationQueue: @unchecked Sendable {
     let hasUnderlyingQueue = Atomic<Bool>(false)
     /// True only for `OperationQueue.main`.
     let isMainQueue: Bool
+    /// Runs the jobs of the `TaskOperation`s this queue started, in their width slots
+    /// (OperationQueue+Executor.swift).
+    let bodyExecutor = OperationBodyExecutor()
+    /// Set once the queue was handed out as an actor's serial executor; its width then stays 1.
+    let servesAsSerialExecutor = Atomic<Bool>(false)
 
     /// A queue of default width, not suspended, at `.default` QoS.
     public init() {
@@ -96,7 +101,19 @@ open class OperationQueue: @unchecked Sendable {
 
     /// Adds all `operations` before any of them starts; with `waitUntilFinished`, returns when
     /// all of them finished. The same operation twice traps.
+    ///
+    /// Unavailable from async code, as in Foundation: there the async overload suspends
+    /// instead of blocking a thread.
+    @available(*, noasync, message: "use await addOperations(_:waitUntilFinished:), which suspends instead of blocking a thread")
     open func addOperations(_ operations: [Operation], waitUntilFinished wait: Bool) {
+        submitAll(operations)
+        if wait {
+            for operation in operations { operation.waitUntilFinished() }
+        }
+    }
+
+    /// Adds all `operations` as the blocking form does, before any of them starts.
+    func submitAll(_ operations: [Operation]) {
         var seen = Set<ObjectIdentifier>()
         for operation in operations where !seen.insert(ObjectIdentifier(operation)).inserted {
             operationMisuse("\(operation) appears twice in addOperations(_:waitUntilFinished:) on \(self)")
@@ -105,21 +122,27 @@ open class OperationQueue: @unchecked Sendable {
         let tasks: [OpaquePointer?] = operations.map { $0.task }
         let rc = tasks.withUnsafeBufferPointer { op_queue_submit_batch(core, $0.baseAddress, $0.count) }
         if rc != 0 { operationMisuse("addOperations(_:waitUntilFinished:) on \(self) failed (core error \(rc))") }
-        if wait {
-            for operation in operations { operation.waitUntilFinished() }
-        }
     }
 
     /// How many operations may execute at once: `defaultMaxConcurrentOperationCount` (-1), or
     /// 0 or more (1 makes a serial queue, 0 starts nothing until raised). Other negative values
-    /// trap.
+    /// trap, and so does a width other than 1 once the queue is an actor's serial executor.
     open var maxConcurrentOperationCount: Int {
         get { Int(op_queue_width(core)) }
         set {
             if newValue < -1 {
                 operationMisuse("maxConcurrentOperationCount of \(self) set to \(newValue); use -1 (default) or a count >= 0")
             }
-            op_queue_set_width(core, Int32(clamping: newValue))
+            // Under the queue's lock: asUnownedSerialExecutor() checks the width under it. The
+            // message outside it (a queue's description takes the lock).
+            let refused = StripedLock.shared.withLock(for: self) { () -> Bool in
+                if newValue != 1 && servesAsSerialExecutor.load(ordering: .relaxed) { return true }
+                op_queue_set_width(core, Int32(clamping: newValue))
+                return false
+            }
+            if refused {
+                operationMisuse("maxConcurrentOperationCount of \(self) set to \(newValue), but the queue is the serial executor of an actor; it must stay 1")
+            }
         }
     }
 
@@ -151,7 +174,13 @@ open class OperationQueue: @unchecked Sendable {
     /// The QoS of operations that have none of their own. A new queue reports `.default`.
     open var qualityOfService: QualityOfService {
         get { QualityOfService(coreClass: op_queue_qos(core)) }
-        set { op_queue_set_qos(core, newValue.coreClass) }
+        set {
+            // Under the queue's lock, with the body executor's queue made under it too.
+            StripedLock.shared.withLock(for: self) {
+                op_queue_set_qos(core, newValue.coreClass)
+                bodyExecutor.setQoS(newValue.coreClass)
+            }
+        }
     }
 
     /// The operations added and not yet finished, in the order they were added (barrier blocks
@@ -208,30 +237,41 @@ open class OperationQueue: @unchecked Sendable {
 
     /// Blocks until the queue holds no unfinished operation; operations added meanwhile extend
     /// the wait. Calling it from one of the queue's own operations traps.
+    ///
+    /// Unavailable from async code, as in Foundation: there
+    /// `await waitUntilAllOperationsAreFinished()` suspends instead of blocking a thread.
+    @available(*, noasync, message: "use await waitUntilAllOperationsAreFinished(), which suspends instead of blocking a thread")
     open func waitUntilAllOperationsAreFinished() {
         if isMainQueue && isMainThread() {
             operationMisuse("waitUntilAllOperationsAreFinished() called on \(self) from the main thread; its operations run on the main thread, so it would wait forever")
         }
-        if op_queue_current() == core {
+        if let current = op_queue_current(), current == core || bodyExecutor.isJobQueue(current) {
             operationMisuse("waitUntilAllOperationsAreFinished() called on \(self) from one of its own operations; it would wait forever")
         }
         // Wait in slices; when nothing runs and every operation left waits for a dependency,
         // look for a cycle (D4) and report it instead of hanging silently.
         while op_queue_wait(core, Operation.cycleCheckIntervalNs) == ETIMEDOUT {
             if isSuspended { continue }
-            let left = operations
-            // Core references around the reads, so ThreadSanitizer sees the task stay alive (it
-            // does not see Swift's reference counts as synchronising).
-            for operation in left { op_task_retain(operation.task) }
-            let stuck = !left.isEmpty && left.allSatisfy { !$0.isExecuting && !$0.isReady }
-            for operation in left { op_task_release(operation.task) }
-            guard stuck else { continue }
-            for operation in left {
-                if let cycle = operation.reachableDependencyCycle() {
-                    operationMisuse("waitUntilAllOperationsAreFinished() on \(self) would wait forever: dependency cycle \(Operation.describeCycle(cycle))")
-                }
+            if let cycle = dependencyCycleHoldingEveryOperation() {
+                operationMisuse("waitUntilAllOperationsAreFinished() on \(self) would wait forever: dependency cycle \(Operation.describeCycle(cycle))")
             }
         }
+    }
+
+    /// A dependency cycle, when nothing runs and every operation left waits for a dependency
+    /// and one of them lies on a cycle; nil otherwise.
+    func dependencyCycleHoldingEveryOperation() -> [Operation]? {
+        let left = operations
+        // Core references around the reads, so ThreadSanitizer sees the task stay alive (it
+        // does not see Swift's reference counts as synchronising).
+        for operation in left { op_task_retain(operation.task) }
+        let stuck = !left.isEmpty && left.allSatisfy { !$0.isExecuting && !$0.isReady }
+        for operation in left { op_task_release(operation.task) }
+        guard stuck else { return nil }
+        for operation in left {
+            if let cycle = operation.reachableDependencyCycle() { return cycle }
+        }
+        return nil
     }
 
     /// The queue whose worker runs the caller (a core task body), if it has an underlying
@@ -259,12 +299,12 @@ private let releaseQueuedOperation: @convention(c) (UnsafeMutableRawPointer?) ->
     Unmanaged<Operation>.fromOpaque(context).release()
 }
 
-private let queueContextRetain: @convention(c) (UnsafeMutableRawPointer?) -> Void = { context in
+let queueContextRetain: @convention(c) (UnsafeMutableRawPointer?) -> Void = { context in
     guard let context else { return }
     _ = Unmanaged<OperationQueue>.fromOpaque(context).retain()
 }
 
-private let queueContextRelease: @convention(c) (UnsafeMutableRawPointer?) -> Void = { context in
+let queueContextRelease: @convention(c) (UnsafeMutableRawPointer?) -> Void = { context in
     guard let context else { return }
     Unmanaged<OperationQueue>.fromOpaque(context).release()
 }

@@ -67,8 +67,8 @@ struct MisuseTests {
             a.addDependency(b)
             b.addDependency(c)
             c.addDependency(a)
-            queue.addOperations([a, b, c], waitUntilFinished: false)
-            queue.waitUntilAllOperationsAreFinished()
+            await queue.addOperations([a, b, c], waitUntilFinished: false)
+            blocking { queue.waitUntilAllOperationsAreFinished() }
         }
         expectStandardError(result, contains: ["dependency cycle", "\"cycle-a\"", "\"cycle-b\"", "\"cycle-c\"", "\"cyclic-queue\""])
     }
@@ -86,8 +86,8 @@ struct MisuseTests {
             a.addDependency(b)
             b.addDependency(a)
             waiting.addDependency(a)
-            queue.addOperations([a, b, waiting], waitUntilFinished: false)
-            waiting.waitUntilFinished()
+            await queue.addOperations([a, b, waiting], waitUntilFinished: false)
+            blocking { waiting.waitUntilFinished() }
         }
         expectStandardError(result, contains: ["dependency cycle", "\"loop-a\"", "\"loop-b\"", "\"behind-the-loop\""])
     }
@@ -157,7 +157,7 @@ struct MisuseTests {
             operation.name = "finished-in-a-queue"
             let first = OperationQueue()
             first.addOperation(operation)
-            first.waitUntilAllOperationsAreFinished()
+            blocking { first.waitUntilAllOperationsAreFinished() }
             OperationQueue().addOperation(operation)
         }
         expectStandardError(result, contains: ["\"finished-in-a-queue\""])
@@ -177,7 +177,7 @@ struct MisuseTests {
             let operation = BlockOperation {}
             operation.name = "listed-twice"
             let other = BlockOperation {}
-            OperationQueue().addOperations([operation, other, operation], waitUntilFinished: false)
+            await OperationQueue().addOperations([operation, other, operation], waitUntilFinished: false)
         }
         expectStandardError(result, contains: ["appears twice", "\"listed-twice\""])
     }
@@ -236,7 +236,7 @@ struct MisuseTests {
             operation.addExecutionBlock { [unowned operation] in operation.addExecutionBlock {} }
             let queue = OperationQueue()
             queue.addOperation(operation)
-            operation.waitUntilFinished()
+            blocking { operation.waitUntilFinished() }
             quietPeriod(30)
         }
         expectStandardError(result, contains: ["after it started", "\"adds-to-itself\""])
@@ -292,7 +292,7 @@ struct MisuseTests {
             let main = OperationQueue.main
             let child = fork()
             if child == 0 {
-                main.waitUntilAllOperationsAreFinished()
+                blocking { main.waitUntilAllOperationsAreFinished() }
                 _exit(0)
             }
             var status: Int32 = 0
@@ -323,5 +323,65 @@ struct MisuseTests {
             operation.addDependency(operation)
         }
         expectStandardError(result, contains: ["itself", "\"own-dependency\""])
+    }
+
+    // MARK: - Swift concurrency (issue 15; our additions)
+
+    @Test func addition_awaitingATaskOperationFromItsOwnBodyTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            armWatchdog("awaiting a TaskOperation from its own body did not trap")
+            let box = Locked<TaskOperation?>(nil)
+            let operation = TaskOperation {
+                await box.withLock { $0 }!.waitUntilFinished()
+            }
+            operation.name = "self-awaiting"
+            box.withLock { $0 = operation }
+            OperationQueue().addOperation(operation)
+            quietPeriod(30)
+        }
+        expectStandardError(result, contains: ["await waitUntilFinished()", "\"self-awaiting\"", "its own body"])
+    }
+
+    @Test func addition_awaitingAQueueFromTheBodyOfItsOwnTaskOperationTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            armWatchdog("awaiting a queue from its own TaskOperation did not trap")
+            let queue = OperationQueue()
+            queue.name = "self-awaiting-queue"
+            queue.addOperation(TaskOperation { await queue.waitUntilAllOperationsAreFinished() })
+            quietPeriod(30)
+        }
+        expectStandardError(result, contains: ["await waitUntilAllOperationsAreFinished()", "\"self-awaiting-queue\"", "its own"])
+    }
+
+    @Test func addition_aQueueWiderThanOneAsAnActorsExecutorTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let queue = OperationQueue()
+            queue.name = "wide-actor-queue"
+            queue.maxConcurrentOperationCount = 2
+            _ = queue.asUnownedSerialExecutor()
+        }
+        expectStandardError(result, contains: ["\"wide-actor-queue\"", "serial executor", "maxConcurrentOperationCount is 2"])
+    }
+
+    @Test func addition_wideningTheQueueOfAnActorTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let queue = OperationQueue()
+            queue.name = "actor-queue"
+            queue.maxConcurrentOperationCount = 1
+            _ = queue.asUnownedSerialExecutor()
+            queue.maxConcurrentOperationCount = 4
+        }
+        expectStandardError(result, contains: ["\"actor-queue\"", "set to 4", "serial executor of an actor"])
+    }
+
+    @Test func addition_assumingAQueueActorsIsolationOffTheQueueTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let queue = OperationQueue()
+            queue.name = "isolating-queue"
+            queue.maxConcurrentOperationCount = 1
+            let counter = QueueBoundCounter(queue: queue)
+            counter.preconditionIsolated()
+        }
+        expectStandardError(result, contains: ["isolated to", "\"isolating-queue\"", "not on the queue"])
     }
 }

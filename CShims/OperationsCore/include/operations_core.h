@@ -220,6 +220,14 @@ int op_queue_submit_batch(op_queue_t *queue, op_task_t *const *tasks, size_t cou
  *  dispatch_async_f). Returns 0 or ENOMEM. */
 int op_queue_submit_f(op_queue_t *queue, op_task_fn fn, void *context);
 
+/** Submits a job: fn(context) as a task of `queue` that nobody holds a handle to and that is
+ *  never tracked, even on a tracking queue — not listed by op_queue_for_each, not cancelled by
+ *  op_queue_cancel_all, not held back by barriers (for executors: Swift's TaskExecutor jobs).
+ *  It counts against the width, waits while the queue is suspended, counts as unfinished for
+ *  op_queue_wait, and runs at `qos` (op_qos_t, or OP_QOS_INHERIT for the queue's) in the normal
+ *  band. The caller frees `context`, in fn. Returns 0, EINVAL (NULL, a bad qos) or ENOMEM. */
+int op_queue_submit_job(op_queue_t *queue, op_task_fn fn, void *context, int qos);
+
 /** Turns on tracking: the queue keeps its unfinished tasks in submission order so they can be
  *  listed (op_queue_for_each) and cancelled together (op_queue_cancel_all), and barriers can be
  *  added. It costs a few atomic operations per submit. `release_context` (may be NULL) is
@@ -264,6 +272,14 @@ size_t op_queue_unfinished(const op_queue_t *queue);
  *  meanwhile extend the wait. Returns 0 or ETIMEDOUT; EDEADLK when called from a body running
  *  on this queue. */
 int op_queue_wait(op_queue_t *queue, int64_t timeout_ns);
+
+/** Calls fn(context) once, the next time the queue holds no unfinished task: at once, on the
+ *  calling thread, when it holds none now; otherwise on the thread that finishes the last task
+ *  (after the op_queue_wait waiters are woken, before the queue's context is released), so fn
+ *  must be short and must not block. Notices run in the order they were registered. It never
+ *  blocks, so it may be called from anywhere, a body of the queue included. The caller keeps a
+ *  handle on the queue until fn has run. Returns 0, EINVAL (NULL) or ENOMEM. */
+int op_queue_notify_idle(op_queue_t *queue, op_task_fn fn, void *context);
 
 /** The queue whose task body runs on the calling thread, or NULL. Not retained. */
 op_queue_t *op_queue_current(void);

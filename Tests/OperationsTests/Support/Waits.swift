@@ -37,3 +37,7 @@ func signallingOperation(_ latch: Latch, name: String? = nil) -> BlockOperation 
     operation.name = name
     return operation
 }
+
+/// Runs `body` as synchronous code: for calling the blocking (`noasync`) waits from an async
+/// context on purpose, where a test checks what the blocking form does.
+func blocking<T>(_ body: () -> T) -> T { body() }

@@ -1,0 +1,135 @@
+/*
+ * idle_wait.c — waiting for a queue to hold no unfinished task: blocked (op_queue_wait) or
+ * notified (op_queue_notify_idle, for bindings that must not block a thread, such as Swift's
+ * async waitUntilAllOperationsAreFinished).
+ *
+ * Both register in `idle_waiters` and then re-read `busy`; the thread that takes `busy` to
+ * zero (op_queue_busy_sub) reads `idle_waiters` after its subtraction. Both sides are seq_cst
+ * (a Dekker pair), so either the waiter sees the queue idle or the last finisher sees the
+ * waiter, never neither. The finisher then bumps the futex word `idle_epoch` and wakes every
+ * blocked waiter, and runs the notices registered so far.
+ *
+ * Notices are a list under `idle_lock`, touched only by registrations and by the idle path of
+ * a queue that has notices — never on the submit → run → finish path. Each notice is taken
+ * from the list under the lock by exactly one thread (the last finisher, or the registrar that
+ * saw the queue idle itself), which calls it once, outside the lock.
+ */
+#include "internal.h"
+
+#include <errno.h>
+
+struct op_idle_notice {
+    op_task_fn fn;
+    void *context;
+    struct op_idle_notice *next;
+};
+
+/* Takes every notice registered so far and calls each once, oldest first. */
+static void op_queue_run_idle_notices(op_queue_t *queue) {
+    /* relaxed: a hint that spares the lock when nobody registered a notice; a notice pushed
+     * after this load is run by its registrar, which re-reads `busy` after registering. */
+    if (!atomic_load_explicit(&queue->idle_notices, memory_order_relaxed)) return;
+    pthread_mutex_lock(&queue->idle_lock);
+    /* relaxed: the lock orders the list. */
+    struct op_idle_notice *list = atomic_exchange_explicit(&queue->idle_notices, NULL,
+                                                           memory_order_relaxed);
+    pthread_mutex_unlock(&queue->idle_lock);
+    /* The list is newest first: reverse it so notices run in registration order. */
+    struct op_idle_notice *ordered = NULL;
+    while (list) {
+        struct op_idle_notice *next = list->next;
+        list->next = ordered;
+        ordered = list;
+        list = next;
+    }
+    while (ordered) {
+        struct op_idle_notice *notice = ordered;
+        ordered = notice->next;
+        /* relaxed: only a count; the Dekker pair is the add in op_queue_notify_idle. */
+        atomic_fetch_sub_explicit(&queue->idle_waiters, 1, memory_order_relaxed);
+        notice->fn(notice->context);
+        free(notice);
+    }
+}
+
+void op_queue_wake_idle_waiters(op_queue_t *queue) {
+    /* release: a waiter that sees the new epoch sees everything before it. */
+    atomic_fetch_add_explicit(&queue->idle_epoch, 1, memory_order_release);
+    op_futex_wake(&queue->idle_epoch, INT32_MAX);
+    op_queue_run_idle_notices(queue);
+}
+
+void op_queue_destroy_idle_notices(op_queue_t *queue) {
+    struct op_idle_notice *list = atomic_load_explicit(&queue->idle_notices, memory_order_relaxed);
+    while (list) {
+        struct op_idle_notice *next = list->next;
+        free(list);
+        list = next;
+    }
+    pthread_mutex_destroy(&queue->idle_lock);
+}
+
+int op_queue_notify_idle(op_queue_t *queue, op_task_fn fn, void *context) {
+    if (!queue || !fn) return EINVAL;
+    /* seq_cst: an idle queue needs no registration (and no allocation). */
+    if (atomic_load_explicit(&queue->busy, memory_order_seq_cst) == 0) {
+        fn(context);
+        return 0;
+    }
+    struct op_idle_notice *notice = malloc(sizeof *notice);
+    if (!notice) return ENOMEM;
+    notice->fn = fn;
+    notice->context = context;
+    pthread_mutex_lock(&queue->idle_lock);
+    /* relaxed: the lock orders the list. */
+    notice->next = atomic_load_explicit(&queue->idle_notices, memory_order_relaxed);
+    atomic_store_explicit(&queue->idle_notices, notice, memory_order_relaxed);
+    pthread_mutex_unlock(&queue->idle_lock);
+    /* seq_cst: register, then re-read busy (Dekker with op_queue_busy_sub). If the queue went
+     * idle before the finisher could see us, we run the notices ourselves; the lock hands each
+     * notice to one caller only. */
+    atomic_fetch_add_explicit(&queue->idle_waiters, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&queue->busy, memory_order_seq_cst) == 0) {
+        op_queue_run_idle_notices(queue);
+    }
+    return 0;
+}
+
+int op_queue_wait(op_queue_t *queue, int64_t timeout_ns) {
+    if (!queue) return EINVAL;
+    if (op_tls_queue == queue) return EDEADLK;
+    int64_t deadline = timeout_ns >= 0 ? op_now_ns() + timeout_ns : -1;
+    int64_t start = op_now_ns(), now = start;
+    while (atomic_load_explicit(&queue->busy, memory_order_seq_cst) != 0 &&
+           now - start < OP_WAIT_SPIN_NS && (deadline < 0 || now < deadline)) {
+        op_spin_pause(now - start);
+        now = op_now_ns();
+    }
+    for (;;) {
+        if (atomic_load_explicit(&queue->busy, memory_order_seq_cst) == 0) {
+            /* Finished tasks' contexts are released before the wait returns. */
+            op_registry_compact_now(queue);
+            return 0;
+        }
+        uint32_t epoch = atomic_load_explicit(&queue->idle_epoch, memory_order_acquire);
+        /* seq_cst: register, then re-read busy (Dekker with op_queue_busy_sub). */
+        atomic_fetch_add_explicit(&queue->idle_waiters, 1, memory_order_seq_cst);
+        if (atomic_load_explicit(&queue->busy, memory_order_seq_cst) == 0) {
+            atomic_fetch_sub_explicit(&queue->idle_waiters, 1, memory_order_relaxed);
+            op_registry_compact_now(queue);
+            return 0;
+        }
+        int64_t left = -1;
+        if (deadline >= 0) {
+            left = deadline - op_now_ns();
+            if (left <= 0) {
+                atomic_fetch_sub_explicit(&queue->idle_waiters, 1, memory_order_relaxed);
+                return ETIMEDOUT;
+            }
+        }
+        op_queue_will_block();
+        op_futex_wait(&queue->idle_epoch, epoch, left);
+        op_queue_did_unblock();
+        atomic_fetch_sub_explicit(&queue->idle_waiters, 1, memory_order_relaxed);
+    }
+}

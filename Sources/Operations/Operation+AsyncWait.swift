@@ -1,0 +1,48 @@
+// Operation+AsyncWait.swift — `await operation.waitUntilFinished()`: the waiting task suspends
+// (its thread goes back to its executor) and is resumed when the operation completes.
+//
+// A waiter appends its continuation to the extras, then sets `hasFinishWaiters` in the state
+// word; completing sets `dependentsClosed` in the same word after the core task finished. Both
+// are read-modify-writes of one atomic word, so one of the two sees the other's bit: a waiter
+// that sees `dependentsClosed` resumes the waiters itself, and completion resumes them when it
+// sees `hasFinishWaiters`. Each continuation is taken from the extras under the operation's
+// lock by one of them only, so each waiter resumes exactly once.
+
+extension Operation {
+    /// Suspends the calling task until the operation finished (ran, or was cancelled and then
+    /// started by its queue), without blocking a thread: the async counterpart of
+    /// `waitUntilFinished()`, with its semantics. It returns once `isFinished` reads true and
+    /// the operation's dependents have been released.
+    ///
+    /// Cancelling the waiting task does not end the wait (cancel the operation for that).
+    /// Awaiting a `TaskOperation` from inside its own body, or an operation that waits on a
+    /// dependency cycle while nothing runs, traps with a message naming the operation.
+    public func waitUntilFinished() async {
+        // acquiring: what the operation did is visible once the wait returns.
+        if state.load(ordering: .acquiring) & State.dependentsClosed != 0 { return }
+        if let running = TaskOperation.runningBody, running === self, running.isCurrentBodyTask {
+            operationMisuse("await waitUntilFinished() called on \(self) from inside its own body; it would wait forever")
+        }
+        if !isExecuting, let cycle = reachableDependencyCycle() {
+            operationMisuse("await waitUntilFinished() on \(self) would wait forever: dependency cycle \(Operation.describeCycle(cycle))")
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            withExtras { $0.finishWaiters.append(continuation) }
+            // acquiringAndReleasing: the append is visible to a completion that sees the bit,
+            // and we see its finish when we see its mark.
+            let old = state.bitwiseOr(State.hasFinishWaiters, ordering: .acquiringAndReleasing).oldValue
+            if old & State.dependentsClosed != 0 { resumeFinishWaiters() }
+        }
+    }
+
+    /// Resumes every async waiter registered so far (each once), outside the lock.
+    func resumeFinishWaiters() {
+        let waiters = StripedLock.shared.withLock(for: self) { () -> [CheckedContinuation<Void, Never>] in
+            guard let extras = lockedExtras else { return [] }
+            let waiters = extras.finishWaiters
+            extras.finishWaiters = []
+            return waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}

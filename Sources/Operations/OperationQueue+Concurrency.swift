@@ -1,0 +1,57 @@
+// OperationQueue+Concurrency.swift — the queue's async API: waits that suspend the calling task
+// instead of blocking its thread, and async closures as operations.
+import OperationsCore
+
+extension OperationQueue {
+    /// Suspends the calling task until the queue holds no unfinished operation, without
+    /// blocking a thread: the async counterpart of `waitUntilAllOperationsAreFinished()`, with
+    /// its semantics (operations added meanwhile extend the wait; jobs of tasks already
+    /// enqueued on the queue count too). It resumes the first time the queue is seen empty.
+    ///
+    /// Cancelling the waiting task does not end the wait. Called from the body of one of the
+    /// queue's own `TaskOperation`s, or while every operation left waits on a dependency cycle,
+    /// it traps with a message naming the queue.
+    public func waitUntilAllOperationsAreFinished() async {
+        if let running = TaskOperation.runningBody, running.runningQueue === self, running.isCurrentBodyTask {
+            operationMisuse("await waitUntilAllOperationsAreFinished() called on \(self) from the body of its own \(running); it would wait forever")
+        }
+        if op_queue_unfinished(core) != 0 && !isSuspended, let cycle = dependencyCycleHoldingEveryOperation() {
+            operationMisuse("await waitUntilAllOperationsAreFinished() on \(self) would wait forever: dependency cycle \(Operation.describeCycle(cycle))")
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let box = Unmanaged.passRetained(IdleWaiter(continuation)).toOpaque()
+            let rc = op_queue_notify_idle(core, resumeIdleWaiter, box)
+            if rc != 0 { fatalError("Operations: await waitUntilAllOperationsAreFinished() on \(self) failed (core error \(rc))") }
+        }
+    }
+
+    /// Adds all `operations` before any of them starts; with `waitUntilFinished`, suspends the
+    /// calling task until all of them finished (the async counterpart of the blocking form).
+    public func addOperations(_ operations: [Operation], waitUntilFinished wait: Bool) async {
+        submitAll(operations)
+        if wait {
+            for operation in operations { await operation.waitUntilFinished() }
+        }
+    }
+
+    /// Adds an async closure as a `TaskOperation` that reports the queue's
+    /// `qualityOfService`. A closure without `await` picks `addOperation(_:)` for synchronous
+    /// blocks instead.
+    public func addOperation(_ body: @escaping @Sendable () async -> Void) {
+        let operation = TaskOperation(body)
+        let qos = op_queue_qos(core)
+        if qos != OP_QOS_DEFAULT { _ = op_task_set_qos(operation.task, Int32(qos.rawValue)) }
+        addOperation(operation)
+    }
+}
+
+/// A continuation waiting for a queue to go idle (the context of op_queue_notify_idle).
+private final class IdleWaiter {
+    let continuation: CheckedContinuation<Void, Never>
+    init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = continuation }
+}
+
+private let resumeIdleWaiter: @convention(c) (UnsafeMutableRawPointer?) -> Void = { context in
+    guard let context else { return }
+    Unmanaged<IdleWaiter>.fromOpaque(context).takeRetainedValue().continuation.resume()
+}

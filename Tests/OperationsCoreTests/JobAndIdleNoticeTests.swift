@@ -1,0 +1,135 @@
+// JobAndIdleNoticeTests.swift — op_queue_submit_job (untracked jobs, as Swift's executors
+// submit them) and op_queue_notify_idle (the wait that blocks no thread): a job on a tracking
+// queue is neither listed, cancelled nor held back by a barrier, but counts against the width,
+// waits while suspended and runs at its QoS; a notice runs once, at once on an idle queue, else
+// when the last task finishes, in registration order, also when registrations race with finishes.
+import Glibc
+import OperationsCore
+import Synchronization
+import Testing
+
+private final class JobProbe: Sendable {
+    let ran = Atomic<Int>(0)
+    let nice = Atomic<Int32>(99)
+    let started = Latch()
+    let gate = Latch()
+    let notices = Locked<[Int]>([])
+    let noticeThreads = Locked<[Int32]>([])
+    init() {}
+}
+
+private let countBody: TaskBody = { context in
+    let probe = contextObject(context, as: JobProbe.self)
+    probe.nice.store(op_current_thread_nice(), ordering: .relaxed)
+    probe.ran.add(1, ordering: .releasing)
+}
+
+private let gatedBody: TaskBody = { context in
+    let probe = contextObject(context, as: JobProbe.self)
+    probe.started.open()
+    probe.gate.wait(for: 1, seconds: Limits.waitSeconds)
+}
+
+/// A notice's context: the probe and the notice's number.
+private final class Notice: Sendable {
+    let probe: JobProbe
+    let number: Int
+    init(_ probe: JobProbe, _ number: Int) { self.probe = probe; self.number = number }
+}
+
+private let noticeBody: TaskBody = { context in
+    let notice = Unmanaged<Notice>.fromOpaque(context!).takeRetainedValue()
+    notice.probe.notices.withLock { $0.append(notice.number) }
+    notice.probe.noticeThreads.withLock { $0.append(op_current_thread_id()) }
+}
+
+private let dropContext: TaskBody = { _ in }
+
+@Suite(.serialized) struct JobAndIdleNoticeTests {
+    @Test func jobsOnATrackingQueueAreNotListedNotCancelledAndNotHeldByBarriers() throws {
+        let probe = JobProbe()
+        let queue = try makeQueue("tracking-with-jobs", width: 2)
+        defer { op_queue_release(queue) }
+        #expect(op_queue_set_tracking(queue, dropContext) == 0)
+        let blocker = try makeTask(gatedBody, contextPointer(probe))
+        defer { op_task_release(blocker) }
+        #expect(op_queue_submit(queue, blocker) == 0)
+        #expect(probe.started.wait(for: 1, seconds: Limits.waitSeconds), "the blocker did not start")
+        let barrier = try makeTask(emptyBody, nil)
+        defer { op_task_release(barrier) }
+        #expect(op_queue_submit_barrier(queue, barrier) == 0)
+        // Behind the barrier a task would wait for the blocker; a job runs in the free slot.
+        #expect(op_queue_submit_job(queue, countBody, contextPointer(probe), OP_QOS_INHERIT) == 0)
+        #expect(eventually { probe.ran.load(ordering: .acquiring) == 1 }, "a job was held back by a barrier")
+        var listed = 0
+        withUnsafeMutablePointer(to: &listed) { pointer in
+            op_queue_for_each(queue, { _, arg in arg!.assumingMemoryBound(to: Int.self).pointee += 1 }, pointer)
+        }
+        #expect(listed == 1, "the listing holds \(listed) tasks; only the blocker is tracked")
+        probe.gate.open()
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+        // Suspended: the job waits; cancel-all does not touch it; it runs on resume.
+        op_queue_set_suspended(queue, true)
+        #expect(op_queue_submit_job(queue, countBody, contextPointer(probe), OP_QOS_INHERIT) == 0)
+        quietPeriod(0.05)
+        #expect(probe.ran.load(ordering: .acquiring) == 1, "a job ran on a suspended queue")
+        op_queue_cancel_all(queue)
+        op_queue_set_suspended(queue, false)
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+        #expect(probe.ran.load(ordering: .acquiring) == 2, "cancel-all stopped a job")
+    }
+
+    @Test func aJobRunsAtItsQoSAndBadArgumentsAreRefused() throws {
+        let probe = JobProbe()
+        let queue = try makeQueue("job-qos")
+        defer { op_queue_release(queue) }
+        #expect(op_queue_submit_job(queue, countBody, contextPointer(probe), qosAttr(OP_QOS_BACKGROUND)) == 0)
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+        let expected = max(op_runtime_nice_for(OP_QOS_BACKGROUND, 0.5), op_runtime_lowest_nice())
+        #expect(probe.nice.load(ordering: .relaxed) == expected)
+        #expect(op_queue_submit_job(queue, countBody, nil, OP_QOS_INHERIT - 1) == EINVAL)
+        #expect(op_queue_submit_job(queue, countBody, nil, Int32(OP_QOS_COUNT)) == EINVAL)
+        #expect(op_queue_submit_job(nil, countBody, nil, OP_QOS_INHERIT) == EINVAL)
+        #expect(op_queue_submit_job(queue, nil, nil, OP_QOS_INHERIT) == EINVAL)
+    }
+
+    @Test func aNoticeRunsAtOnceOnAnIdleQueueElseOnceWhenTheLastTaskFinishesInOrder() throws {
+        let probe = JobProbe()
+        let queue = try makeQueue("noticed", width: 1)
+        defer { op_queue_release(queue) }
+        #expect(op_queue_notify_idle(queue, noticeBody, Unmanaged.passRetained(Notice(probe, 0)).toOpaque()) == 0)
+        #expect(probe.notices.withLock { $0 } == [0], "a notice on an idle queue did not run at once")
+        #expect(probe.noticeThreads.withLock { $0 } == [op_current_thread_id()])
+        #expect(op_queue_submit_f(queue, gatedBody, contextPointer(probe)) == 0)
+        #expect(probe.started.wait(for: 1, seconds: Limits.waitSeconds))
+        for number in 1...3 {
+            #expect(op_queue_notify_idle(queue, noticeBody, Unmanaged.passRetained(Notice(probe, number)).toOpaque()) == 0)
+        }
+        quietPeriod(0.05)
+        #expect(probe.notices.withLock { $0 } == [0], "a notice ran while the queue was busy")
+        probe.gate.open()
+        #expect(eventually { probe.notices.withLock { $0.count } == 4 }, "the notices did not run when the queue went idle")
+        quietPeriod(0.05)
+        #expect(probe.notices.withLock { $0 } == [0, 1, 2, 3])
+        #expect(op_queue_notify_idle(nil, noticeBody, nil) == EINVAL)
+    }
+
+    @Test func noticesRacingWithFinishesEachRunOnce() throws {
+        let seed = testSeed()
+        var generator = SeededGenerator(seed: seed)
+        let probe = JobProbe()
+        let queue = try makeQueue("noticed-race")
+        defer { op_queue_release(queue) }
+        let rounds = 2000
+        for number in 0..<rounds {
+            let tasks = Int.random(in: 0...3, using: &generator)
+            for _ in 0..<tasks { #expect(op_queue_submit_f(queue, countBody, contextPointer(probe)) == 0) }
+            #expect(op_queue_notify_idle(queue, noticeBody, Unmanaged.passRetained(Notice(probe, number)).toOpaque()) == 0)
+        }
+        let allRan = eventually(seconds: Limits.waitSeconds) { probe.notices.withLock { $0.count } >= rounds }
+        #expect(allRan, "only \(probe.notices.withLock { $0.count }) of \(rounds) notices ran (seed \(seed))")
+        quietPeriod(0.05)
+        let seen = probe.notices.withLock { $0 }
+        #expect(seen.count == rounds && Set(seen).count == rounds, "a notice ran twice or never (seed \(seed))")
+    }
+}
