@@ -46,7 +46,7 @@ static void op_task_ready_now(op_task_t *task, bool dispatch) {
             drain->handed_off = task; /* counted in busy since its submit; the worker runs it next */
             return;
         }
-        if (op_queue_push_local(queue, task)) return;
+        if (op_queue_push_local(queue, task, false)) return;
     }
     if (!pinned) op_queue_busy_add(queue, 1);
     op_queue_push_ready(queue, task);

@@ -105,6 +105,8 @@ typedef op_local_run_queue_t op_local_run_queue;
 void op_local_run_queue_init(op_local_run_queue *ring);
 /* Any thread: false when it may hold an entry (a hint). */
 bool op_local_run_queue_is_empty(const op_local_run_queue *ring);
+/* The owner: how many entries its ring holds (thieves may have taken some meanwhile: a hint). */
+uint32_t op_local_run_queue_length(const op_local_run_queue *ring);
 /* A thread draining `queue` that has no ring of its own (a spare): takes one entry of
  * `victim`'s, if they are `queue`'s, or NULL. */
 void *op_local_run_queue_steal_one(op_local_run_queue *victim, const void *queue);
@@ -313,7 +315,7 @@ bool op_queue_claim_for_drainer(op_queue_t *queue, op_task_t *task, uint32_t sta
  * room; then one more drainer is claimed if the local run queue was empty, none idles and the
  * width allows, or, if a drainer idles, the local run queue is handed to the bands for it.
  * False when the caller must push it into the bands and dispatch as usual. */
-bool op_queue_push_local(op_queue_t *queue, op_task_t *task);
+bool op_queue_push_local(op_queue_t *queue, op_task_t *task, bool job);
 
 /* Number of slots the queue may hold at once, with the default resolved against its pool. */
 int op_queue_effective_width(op_queue_t *queue);

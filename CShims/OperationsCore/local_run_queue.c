@@ -89,6 +89,14 @@ bool op_local_run_queue_is_empty(const op_local_run_queue *ring) {
     return head == tail;
 }
 
+uint32_t op_local_run_queue_length(const op_local_run_queue *ring) {
+    op_local_run_queue *r = (op_local_run_queue *)ring;
+    /* relaxed: the owner's own tail; acquire on head as in is_empty (a hint). */
+    uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    uint32_t head = op_local_head_position(atomic_load_explicit(&r->head, memory_order_acquire));
+    return tail - head;
+}
+
 uint32_t op_local_run_queue_steal(op_local_run_queue *victim, op_local_run_queue *thief,
                                   const void *queue) {
     for (int attempt = 0; attempt < 4; attempt++) {

@@ -294,7 +294,7 @@ void op_queue_push_entry(op_queue_t *queue, void *entry) {
     op_queue_push_band(queue, entry, op_task_band(task));
 }
 
-bool op_queue_push_local(op_queue_t *queue, op_task_t *task) {
+bool op_queue_push_local(op_queue_t *queue, op_task_t *task, bool job) {
     op_drain *drain = &op_tls_drain;
     if (drain->queue != queue || !drain->local || op_task_band(task) != OP_PRIORITY_NORMAL ||
         op_queue_effective_width(queue) <= 1) { /* a body may have narrowed it to serial */
@@ -302,6 +302,11 @@ bool op_queue_push_local(op_queue_t *queue, op_task_t *task) {
     }
     bool was_empty = op_local_run_queue_is_empty(drain->local);
     if (!op_local_run_queue_push(drain->local, op_queue_entry_for(task))) return false;
+    /* A job (an executor's: a task's next part, a yield, a child) pushed into an empty ring is
+     * most often the one thing the running job leaves behind, taken by this worker the moment
+     * the job returns, as tokio's LIFO slot: drawing a drainer for it would bounce a single
+     * task between workers. So jobs draw one when a second one waits. */
+    bool draws = job ? (!was_empty && op_local_run_queue_length(drain->local) == 2) : was_empty;
     /* seq_cst: our push is ordered before reading `slots`, as a drainer that marks itself idle
      * (or gives its slot back) orders that before looking at the local run queues: one of the
      * two sees the other (Dekker). */
@@ -316,10 +321,10 @@ bool op_queue_push_local(op_queue_t *queue, op_task_t *task) {
         op_queue_dispatch_sub(queue, 1, 0);
         return true;
     }
-    /* The first task in an empty local run queue draws one more drainer if the width allows;
-     * it steals half, and a thief that leaves some behind draws the next (op_drain_take). The
-     * ones after it wait for that drainer or for us. */
-    if (was_empty && op_slots_running(word) < op_queue_effective_width(queue) &&
+    /* The first task in an empty local run queue (for jobs, the second) draws one more drainer
+     * if the width allows; it steals half, and a thief that leaves some behind draws the next
+     * (op_drain_take). The ones after it wait for that drainer or for us. */
+    if (draws && op_slots_running(word) < op_queue_effective_width(queue) &&
         op_queue_ramp_up(queue, true)) {
         return true;
     }
@@ -487,7 +492,7 @@ int op_queue_submit_one(op_queue_t *queue, op_task_t *task, bool allow_local, bo
          * or into the calling drainer's local run queue. */
         uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_QUEUED,
                                                 memory_order_acq_rel);
-        if (!(old & OP_STATE_QUEUED) && !(allow_local && op_queue_push_local(queue, task))) {
+        if (!(old & OP_STATE_QUEUED) && !(allow_local && op_queue_push_local(queue, task, false))) {
             op_queue_push_ready(queue, task);
             *pushed_shared = true;
         }
@@ -541,7 +546,8 @@ int op_queue_submit_batch(op_queue_t *queue, op_task_t *const *tasks, size_t cou
 /* A task nobody holds a handle to and no registry lists: plain initialisation, and its one
  * reference is the queue's. Nobody else can see it yet, so no read-modify-write until the push
  * below, which publishes it (release, in op_fifo_push or the local run queue's tail). */
-static int op_queue_submit_untracked(op_queue_t *queue, op_task_fn fn, void *context, int qos) {
+static int op_queue_submit_untracked(op_queue_t *queue, op_task_fn fn, void *context, int qos,
+                                     bool job) {
     op_task_t *task = op_task_cache_alloc();
     if (!task) return ENOMEM;
     const op_task_attr_t attr = {
@@ -551,7 +557,7 @@ static int op_queue_submit_untracked(op_queue_t *queue, op_task_fn fn, void *con
     atomic_init(&task->pending, 0);
     atomic_init(&task->queue, queue);
     op_drain_busy_add_one(queue);
-    if (op_queue_push_local(queue, task)) return 0;
+    if (op_queue_push_local(queue, task, job)) return 0;
     op_queue_push_band(queue, task, OP_PRIORITY_NORMAL); /* generation 0: no tag */
     op_queue_dispatch_sub(queue, 1, 0);
     return 0;
@@ -567,12 +573,12 @@ int op_queue_submit_f(op_queue_t *queue, op_task_fn fn, void *context) {
         op_task_release(task);
         return rc;
     }
-    return op_queue_submit_untracked(queue, fn, context, OP_QOS_INHERIT);
+    return op_queue_submit_untracked(queue, fn, context, OP_QOS_INHERIT, false);
 }
 
 int op_queue_submit_job(op_queue_t *queue, op_task_fn fn, void *context, int qos) {
     if (!queue || !fn || qos < OP_QOS_INHERIT || qos >= OP_QOS_COUNT) return EINVAL;
-    return op_queue_submit_untracked(queue, fn, context, qos);
+    return op_queue_submit_untracked(queue, fn, context, qos, true);
 }
 
 int op_queue_set_width(op_queue_t *queue, int width) {

@@ -66,6 +66,8 @@ struct OperationsPerf: ParsableCommand {
     var spawnFan: Int?
     @Option(help: "S3: levels below the root (default 5; --quick 4).")
     var spawnDepth: Int?
+    @Option(help: "E1: jobs per run (default 100000; --quick 20000).")
+    var executorJobs: Int?
     @Option(help: "Sweep: Foundation runs only up to this many ops.")
     var foundationCap = 100_000
 
@@ -139,10 +141,11 @@ struct OperationsPerf: ParsableCommand {
         set(spinWorkMs, \.spinWorkMs)
         set(spawnFan, \.spawnFan)
         set(spawnDepth, \.spawnDepth)
+        set(executorJobs, \.executorJobs)
         guard sizes.operations >= 1, sizes.chain >= 1, sizes.grid >= 1, sizes.fanOutWidth >= 1, sizes.fanOutRounds >= 1,
               sizes.idleSamples >= 1, sizes.latencySamples >= 1, sizes.memoryOperations >= 1,
               sizes.prioritySeconds > 0, sizes.shareSeconds > 0, sizes.spinWorkMs > 0, sizes.spawnFan >= 2,
-              sizes.spawnDepth >= 0, S3Spawn.items(fan: sizes.spawnFan, depth: sizes.spawnDepth) <= 100_000_000
+              sizes.spawnDepth >= 0, sizes.executorJobs >= 1, S3Spawn.items(fan: sizes.spawnFan, depth: sizes.spawnDepth) <= 100_000_000
         else { throw ValidationError("sizes must be positive (--spawn-fan at least 2, the tree at most 10^8 operations)") }
 
         let known = Set(WorkloadCatalog.entries.map(\.id))

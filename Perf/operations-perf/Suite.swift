@@ -46,6 +46,9 @@ enum Suite {
                 on: competitors, rounds: max(3, config.rounds / 2), minimumSampleNs: config.minimumSampleNs,
                 foundationCap: config.foundationCap)
         }
+        if config.selected.contains(E1Executor.id) {
+            report.executor = try E1Executor.run(jobs: config.sizes.executorJobs, rounds: config.rounds, cpus: machine.cpuCount)
+        }
         if config.selected.contains(NiceShare.id) {
             report.niceShare = try NiceShare.run(seconds: config.sizes.shareSeconds, cpus: machine.cpuCount)
         }
@@ -72,6 +75,9 @@ enum Suite {
         }
         if config.selected.contains(W8Memory.id) {
             _ = try W8Memory.run(on: competitors, operations: small.memoryOperations, rounds: 1)
+        }
+        if config.selected.contains(E1Executor.id) {
+            _ = try E1Executor.run(jobs: small.executorJobs, rounds: 1, cpus: machine.cpuCount)
         }
         if config.selected.contains(W9Priority.id) {
             for scenario in W9Priority.Case.allCases {

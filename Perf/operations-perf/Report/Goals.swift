@@ -62,6 +62,11 @@ enum Goals {
             }
         }
         checks += manyCoreGoals(report)
+        for result in report.executor where result.hasGoal {
+            let ratio = result.ratio("default")
+            add("E1 \(result.scenario): our executor's ns/job <= the default executor's", ratio,
+                "\(Table.format(result.median("operations"))) vs \(Table.format(result.median("default"))) ns/job", ratio >= 1)
+        }
         if let worst = report.niceShare.map(\.relativeError).max() {
             add("nice-share within 10% of the kernel's prediction", worst,
                 "worst pair \(Table.percent(worst)) off", worst <= 0.10)

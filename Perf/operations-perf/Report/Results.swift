@@ -13,6 +13,7 @@ struct SuiteReport: Codable {
     var priority: [LatencyResult] = []
     var sweep: [ThroughputResult] = []
     var niceShare: [NiceShareResult] = []
+    var executor: [ExecutorResult] = []
     var goals: [GoalCheck] = []
     var wallSeconds = 0.0
 }

@@ -29,6 +29,15 @@ enum Table {
             section("Scaling sweep: ns per op at each size (median)")
             throughputRows(report.sweep)
         }
+        if !report.executor.isEmpty {
+            section("E1 executor jobs: ns per job, median of \(report.rounds) rounds; xdefault, xdispatch = their time / ours (same round)")
+            let widths = [25, 8, 11, 11, 11, 9, 9]
+            row(["scenario", "jobs", "operations", "default", "dispatch", "xdefault", "xdispatch"], widths)
+            for result in report.executor {
+                row([result.scenario, "\(result.jobs)", format(result.median("operations")), format(result.median("default")),
+                     format(result.median("dispatch")), ratio(result.ratio("default")), ratio(result.ratio("dispatch"))], widths)
+            }
+        }
         if !report.niceShare.isEmpty {
             section("Nice share: CPU share of each side vs the kernel's prediction (weight 1.25^-nice)")
             row(["pair", "nice", "share", "predicted", "error"], [40, 9, 15, 15, 8])

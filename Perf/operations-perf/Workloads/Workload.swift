@@ -42,18 +42,20 @@ struct Sizes: Codable, Sendable {
     /// S3: children per operation, and levels below the root.
     var spawnFan = 10
     var spawnDepth = 5
+    /// E1: jobs per run.
+    var executorJobs = 100_000
 
     /// The sizes of the verification runs (small, counted).
     static let verification = Sizes(
         operations: 1000, chain: 1000, grid: 10, fanOutWidth: 8, fanOutRounds: 4, idleSamples: 20,
         latencySamples: 200, memoryOperations: 1000, prioritySeconds: 0.05, shareSeconds: 0.05,
-        spinWorkMs: 1, spawnFan: 4, spawnDepth: 3)
+        spinWorkMs: 1, spawnFan: 4, spawnDepth: 3, executorJobs: 200)
 
     /// `--quick`: about a tenth of the default.
     static let quick = Sizes(
         operations: 20_000, chain: 1_000, grid: 30, fanOutWidth: 50, fanOutRounds: 10, idleSamples: 100,
         latencySamples: 2_000, memoryOperations: 20_000, prioritySeconds: 0.2, shareSeconds: 0.15,
-        spinWorkMs: 10, spawnFan: 10, spawnDepth: 4)
+        spinWorkMs: 10, spawnFan: 10, spawnDepth: 4, executorJobs: 20_000)
 }
 
 /// Every workload's id and help text, for `--help` and `--only`.
@@ -73,12 +75,13 @@ enum WorkloadCatalog {
         (S1Speedup.id, S1Speedup.help),
         (S2Producers.id, S2Producers.help),
         (S3Spawn.id, S3Spawn.help),
+        (E1Executor.id, E1Executor.help),
         (ScalingSweep.id, ScalingSweep.help),
         (NiceShare.id, NiceShare.help),
     ]
 
     /// The ids the default suite runs.
-    static let defaultSuite = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "S1", "S2", "S3"]
+    static let defaultSuite = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "S1", "S2", "S3", "E1"]
 
     /// The catalogue as `--help` prints it: each entry re-wrapped to 78 columns under its id.
     static var helpText: String {

@@ -1,0 +1,188 @@
+// E1Executor.swift — Swift concurrency on our queues against Swift's default executor, in one run:
+// the cost of a job on an OperationQueue used as a task executor or an actor's serial executor,
+// next to the same code without the queue (the global concurrent executor, a default actor).
+import Dispatch
+import Operations
+
+/// Executor jobs: ns per job on our queue, on Swift's default executor, and on a hand-written
+/// executor over a dispatch queue (what Linux code writes today: Dispatch has no
+/// DispatchSerialQueue executor there).
+enum E1Executor {
+    static let id = "E1"
+    static let help = """
+        executor jobs, ns per job, --executor-jobs jobs per run, three contenders: operations (a
+        default-QoS OperationQueue, width 1 for the actor), default (Swift's default executor: no
+        preference, a default actor) and dispatch (a TaskExecutor/SerialExecutor over a dispatch
+        queue, each job one async). Scenarios: yield (a task on the executor yields N times: one
+        job each, the executor's own cost), spawn (N child tasks on the executor added to a task
+        group, awaited), round trip (a task on the executor awaits N new tasks on it, one after
+        another), round trip from default (the same driven from the default executor: two
+        executors, a hand-over each way; no goal), actor (an actor receives N calls from one
+        caller task per CPU; the default actor is switched to inline, without a job). Ratios:
+        the other's time / ours (above 1: ours is cheaper).
+        """
+
+    enum Scenario: String, CaseIterable, Codable {
+        case yield, spawn, roundTrip = "round trip", roundTripFromDefault = "round trip from default", actor
+        /// Whether the goal (ours <= default's) applies.
+        var hasGoal: Bool { self != .roundTripFromDefault }
+    }
+
+    enum Contender: String, CaseIterable, Codable {
+        case operations, `default`, dispatch
+    }
+
+    /// A task and serial executor over a dispatch queue: each job is one `async`.
+    final class DispatchExecutor: TaskExecutor, SerialExecutor, @unchecked Sendable {
+        let queue: DispatchQueue
+        init(serial: Bool) {
+            queue = serial ? DispatchQueue(label: "E1 dispatch actor") : DispatchQueue.global()
+        }
+        func enqueue(_ job: consuming ExecutorJob) {
+            let job = UnownedJob(job)
+            queue.async { [self] in
+                job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+            }
+        }
+    }
+
+    /// A default actor (the runtime switches to it inline).
+    actor DefaultCounter {
+        var count = 0
+        func bump() { count += 1 }
+    }
+
+    /// An actor on a custom serial executor.
+    actor CustomCounter {
+        let executor: any SerialExecutor
+        var count = 0
+        init(executor: any SerialExecutor) { self.executor = executor }
+        nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+        func bump() { count += 1 }
+    }
+
+    /// Runs `body` as a detached task and blocks the calling (non-pool) thread until it returns.
+    static func blockOn<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+        let done = DispatchSemaphore(value: 0)
+        let result = ResultBox<T>()
+        Task.detached {
+            result.value = await body()
+            done.signal()
+        }
+        done.wait()
+        return result.value!
+    }
+
+    final class ResultBox<T>: @unchecked Sendable { var value: T? } // written before the signal
+
+    /// The executors of one run.
+    struct Executors: @unchecked Sendable {
+        let queue: OperationQueue
+        let serialQueue: OperationQueue
+        let dispatch: DispatchExecutor
+        let dispatchSerial: DispatchExecutor
+    }
+
+    /// One timed run: ns per job, and how many jobs ran (for verification).
+    static func sample(_ scenario: Scenario, _ contender: Contender, jobs: Int, executors: Executors,
+                       callers: Int) -> (ns: Double, ran: Int) {
+        blockOn {
+            let preference: (any TaskExecutor)? = switch contender {
+            case .operations: executors.queue
+            case .default: nil
+            case .dispatch: executors.dispatch
+            }
+            let start = Clock.nanoseconds()
+            var ran = 0
+            switch scenario {
+            case .yield:
+                ran = await withTaskExecutorPreference(preference) {
+                    for _ in 0..<jobs { await Task.yield() }
+                    return jobs
+                }
+            case .spawn:
+                ran = await withTaskExecutorPreference(preference) {
+                    await withTaskGroup(of: Int.self) { group in
+                        for _ in 0..<jobs { group.addTask { 1 } }
+                        return await group.reduce(0, +)
+                    }
+                }
+            case .roundTrip:
+                ran = await withTaskExecutorPreference(preference) {
+                    var ran = 0
+                    for _ in 0..<jobs { ran += await Task(executorPreference: preference) { 1 }.value }
+                    return ran
+                }
+            case .roundTripFromDefault:
+                for _ in 0..<jobs { ran += await Task(executorPreference: preference) { 1 }.value }
+            case .actor:
+                let perCaller = jobs / callers
+                let bump: @Sendable () async -> Void
+                let count: @Sendable () async -> Int
+                switch contender {
+                case .default:
+                    let actor = DefaultCounter()
+                    bump = { await actor.bump() }
+                    count = { await actor.count }
+                case .operations, .dispatch:
+                    let actor = CustomCounter(executor: contender == .operations ? executors.serialQueue : executors.dispatchSerial)
+                    bump = { await actor.bump() }
+                    count = { await actor.count }
+                }
+                await withTaskGroup(of: Void.self) { group in
+                    for _ in 0..<callers { group.addTask { for _ in 0..<perCaller { await bump() } } }
+                }
+                ran = await count()
+            }
+            return (Double(Clock.nanoseconds() - start) / Double(max(ran, 1)), ran)
+        }
+    }
+
+    /// Every scenario, the contenders interleaved (rotating who goes first), `rounds` times.
+    static func run(jobs: Int, rounds: Int, cpus: Int) throws -> [ExecutorResult] {
+        let queue = OperationQueue()
+        queue.name = "E1 executor"
+        let serial = OperationQueue()
+        serial.name = "E1 actor"
+        serial.maxConcurrentOperationCount = 1
+        let executors = Executors(queue: queue, serialQueue: serial, dispatch: DispatchExecutor(serial: false),
+                                  dispatchSerial: DispatchExecutor(serial: true))
+        let callers = max(1, cpus)
+        return try Scenario.allCases.map { scenario in
+            Progress.show("\(id): \(scenario.rawValue)")
+            let expected = scenario == .actor ? (jobs / callers) * callers : jobs
+            var result = ExecutorResult(scenario: scenario.rawValue, jobs: expected, hasGoal: scenario.hasGoal)
+            try Watchdog.guarding("\(id) \(scenario.rawValue)") {
+                for round in 0..<rounds {
+                    let all = Contender.allCases
+                    let order = (0..<all.count).map { all[($0 + round) % all.count] }
+                    var times: [String: Double] = [:]
+                    for contender in order {
+                        let (ns, ran) = sample(scenario, contender, jobs: jobs, executors: executors, callers: callers)
+                        guard ran == expected else {
+                            throw PerfError.wrongCount(workload: "\(id) \(scenario.rawValue)", implementation: contender.rawValue,
+                                                       expected: expected, got: Int64(ran))
+                        }
+                        times[contender.rawValue] = ns
+                    }
+                    result.rounds.append(times)
+                }
+            }
+            return result
+        }
+    }
+}
+
+/// One E1 scenario: ns per job of each contender in every round.
+struct ExecutorResult: Codable {
+    var scenario: String
+    var jobs: Int
+    var hasGoal: Bool
+    var rounds: [[String: Double]] = []
+
+    func median(_ contender: String) -> Double { rounds.compactMap { $0[contender] }.median }
+    /// The median over rounds of `other`'s time / ours in the same round.
+    func ratio(_ other: String) -> Double {
+        rounds.compactMap { round in round[other].flatMap { o in round["operations"].map { o / $0 } } }.median
+    }
+}
