@@ -6,12 +6,9 @@ let package = Package(
     products: [
         .library(name: "Operations", targets: ["Operations"]),
         .library(name: "OperationsCore", targets: ["OperationsCore"]),
-        .executable(name: "operations-perf", targets: ["operations-perf"]),
     ],
-    dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
-    ],
+    // No dependencies: a package that depends on Operations resolves nothing else. The perf
+    // harness is a package of its own in Perf/ (Perf/Package.swift).
     targets: [
         .systemLibrary(
             name: "CNuma",
@@ -30,20 +27,6 @@ let package = Package(
             name: "Operations",
             dependencies: ["OperationsCore"],
             path: "Sources/Operations"
-        ),
-        .target(
-            name: "DispatchBaselines",
-            path: "Perf/DispatchBaselines",
-            linkerSettings: [.linkedLibrary("dispatch")]
-        ),
-        .executableTarget(
-            name: "operations-perf",
-            dependencies: [
-                "Operations", "OperationsCore", "DispatchBaselines",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
-            ],
-            path: "Perf/operations-perf"
         ),
         .target(
             name: "OperationsTestSupport",
