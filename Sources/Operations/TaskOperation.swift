@@ -19,8 +19,9 @@
 /// - Dependencies, completion blocks, observers, priorities, QoS and waits work as for any
 ///   operation; `await waitUntilFinished()` suspends instead of blocking.
 ///
-/// On a serial queue that is also an actor's executor, a body that awaits that actor waits
-/// forever: the operation holds the queue's only slot.
+/// `threadPriority` applies to synchronous `main()` work only: a TaskOperation's jobs run at its
+/// QoS class's nice value. On a serial queue that is also an actor's executor, a body that
+/// awaits that actor waits forever: the operation holds the queue's only slot.
 open class TaskOperation: Operation, @unchecked Sendable {
     private let body: @Sendable () async throws -> Void
     // Guarded by the operation's stripe of StripedLock.shared.

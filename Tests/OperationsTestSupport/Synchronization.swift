@@ -1,5 +1,6 @@
-// Synchronization.swift — test-side synchronisation shared by both test targets, built without
-// the runtime under test: a latch on NSCondition and a locked value on NSLock (pthread mutex
+// Synchronization.swift — test-side synchronisation shared by the test targets, built without
+// the runtime under test: a latch on NSCondition, an event async code awaits, and a locked value
+// on NSLock (pthread mutex
 // and condition variable, which ThreadSanitizer understands; Synchronization.Mutex is not seen
 // by TSan on this toolchain and would give false races).
 import Foundation
@@ -65,4 +66,36 @@ public func eventually(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
         usleep(1000)
     }
     return true
+}
+
+/// A one-shot event that async code can await without blocking a thread: `fire()` lets every
+/// waiter (and every later one) on.
+public final class AsyncEvent: @unchecked Sendable {
+    private let lock = NSLock()
+    private var fired = false                                      // guarded by `lock`
+    private var waiters: [CheckedContinuation<Void, Never>] = []  // guarded by `lock`
+
+    public init() {}
+
+    public func fire() {
+        lock.lock()
+        fired = true
+        let resumed = waiters
+        waiters = []
+        lock.unlock()
+        for waiter in resumed { waiter.resume() }
+    }
+
+    public func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            lock.lock()
+            if fired {
+                lock.unlock()
+                continuation.resume()
+            } else {
+                waiters.append(continuation)
+                lock.unlock()
+            }
+        }
+    }
 }

@@ -95,7 +95,7 @@ struct ThrownForTest: Error, Equatable { let code: Int }
     @Test func addition_itKeepsItsWidthSlotWhileSuspended() async {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
-        let gate = AsyncGate()
+        let gate = AsyncEvent()
         let log = Recorder<String>()
         let started = Latch()
         queue.addOperation(TaskOperation {
@@ -108,7 +108,7 @@ struct ThrownForTest: Error, Equatable { let code: Int }
         #expect(await completes("the body to start") { await waitOnThread(started) })
         quietPeriod()
         #expect(log.snapshot.isEmpty, "an operation started while the serial queue's TaskOperation was suspended: \(log.snapshot)")
-        gate.open()
+        gate.fire()
         await completes("the queue to empty") { await queue.waitUntilAllOperationsAreFinished() }
         #expect(log.snapshot == ["task", "block"])
     }
@@ -117,7 +117,7 @@ struct ThrownForTest: Error, Equatable { let code: Int }
         let count = 300
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = count
-        let gate = AsyncGate()
+        let gate = AsyncEvent()
         let started = Latch()
         let before = ProcessStats.threadCount()
         let operations = (0..<count).map { _ in
@@ -129,7 +129,7 @@ struct ThrownForTest: Error, Equatable { let code: Int }
         for operation in operations { queue.addOperation(operation) }
         let allStarted = await completes("\(count) TaskOperations to start") { await waitOnThread(started, count: count) }
         let during = ProcessStats.threadCount()
-        gate.open()
+        gate.fire()
         await completes("the \(count) TaskOperations to finish") { await queue.waitUntilAllOperationsAreFinished() }
         #expect(allStarted)
         #expect(during - before < 64, "\(count) suspended TaskOperations added \(during - before) threads")

@@ -8,37 +8,6 @@ import Testing
 
 
 
-/// A one-shot event that async code can await without blocking a thread.
-final class AsyncEvent: @unchecked Sendable {
-    private let lock = NSLock()
-    private var fired = false                              // guarded by `lock`
-    private var waiters: [CheckedContinuation<Void, Never>] = []  // guarded by `lock`
-
-    init() {}
-
-    func fire() {
-        lock.lock()
-        fired = true
-        let resumed = waiters
-        waiters = []
-        lock.unlock()
-        for waiter in resumed { waiter.resume() }
-    }
-
-    func wait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            lock.lock()
-            if fired {
-                lock.unlock()
-                continuation.resume()
-            } else {
-                waiters.append(continuation)
-                lock.unlock()
-            }
-        }
-    }
-}
-
 /// A closure for a pthread, with its index and the latch it signals when done.
 private final class ThreadStart: @unchecked Sendable {
     let body: @Sendable (Int) -> Void

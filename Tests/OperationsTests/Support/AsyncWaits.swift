@@ -21,34 +21,3 @@ func completes(_ what: String, seconds: Double = Limits.waitSeconds,
     }
     return returned
 }
-
-/// A one-shot gate that tasks await without blocking a thread; `open()` lets every waiter on.
-final class AsyncGate: @unchecked Sendable {
-    private let lock = NSLock()
-    private var isOpen = false                                    // guarded by `lock`
-    private var waiters: [CheckedContinuation<Void, Never>] = []  // guarded by `lock`
-
-    init() {}
-
-    func open() {
-        lock.lock()
-        isOpen = true
-        let resumed = waiters
-        waiters = []
-        lock.unlock()
-        for waiter in resumed { waiter.resume() }
-    }
-
-    func wait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            lock.lock()
-            if isOpen {
-                lock.unlock()
-                continuation.resume()
-            } else {
-                waiters.append(continuation)
-                lock.unlock()
-            }
-        }
-    }
-}
