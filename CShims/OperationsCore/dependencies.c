@@ -298,7 +298,7 @@ int op_task_complete(op_task_t *task) {
         } else {
             /* Re-claimed for waiting work: hand the slot to a worker. The slot's unit keeps the
              * queue alive across the subtraction; pushing the token is our last touch. */
-            op_pool *pool = op_pool_for((op_qos_t)op_queue_qos(queue));
+            op_pool *pool = op_queue_pool(queue);
             op_queue_busy_sub(queue, 1);
             op_pool_push_token(pool, &queue->token);
         }

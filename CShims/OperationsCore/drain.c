@@ -295,9 +295,13 @@ void op_drain_token(op_token *token) {
             if (op_queue_shrink_slot(queue)) break;
         }
         int qos = atomic_load_explicit(&queue->qos, memory_order_relaxed);
-        if (OP_UNLIKELY(qos != op_pool_qos(pool))) {
-            /* The queue moved to another class: hand our slot to that class's workers. */
-            op_drain_leave_with_token(queue, op_pool_for((op_qos_t)qos), finished);
+        /* relaxed: a first look at the placement; op_queue_pool reads it with acquire. */
+        if (OP_UNLIKELY(qos != op_pool_qos(pool) ||
+                        atomic_load_explicit(&queue->placement, memory_order_relaxed) !=
+                            op_pool_placement(pool))) {
+            /* The queue moved to another class or was placed elsewhere: hand our slot to the
+             * workers that run it now. */
+            op_drain_leave_with_token(queue, op_queue_pool(queue), finished);
             return;
         }
         op_drain_attach_local(queue, ring);

@@ -213,6 +213,7 @@ void op_task_settle_deferred(op_task_t *task);
 /* ---- queue.c -------------------------------------------------------------------------------- */
 
 typedef struct op_pool op_pool;
+typedef struct op_placement op_placement;
 
 /* What the worker pool hands to its workers: a token stands for one claimed slot of a queue. The
  * pool sees only this; the queue sets its class when it is created (queue.c), which is how the
@@ -242,6 +243,7 @@ struct op_queue {
     _Atomic uint32_t bands_used; /* bit per band that ever held a task in `ready`; set once */
     _Atomic bool suspended;
     _Atomic int32_t qos;
+    const op_placement *_Atomic placement; /* op_queue_set_cpus; NULL: every usable CPU */
     _Atomic uint32_t refs;       /* handles + 1 while busy > 0 */
     _Atomic uint32_t idle_epoch; /* futex word for op_queue_wait */
     _Atomic uint32_t idle_waiters; /* blocked waits + pending idle notices (idle_wait.c) */
@@ -404,9 +406,28 @@ bool op_drain_flush_local(void);
  * drains `queue`, else from the queue's counter. */
 void op_drain_busy_add_one(op_queue_t *queue);
 
+/* ---- placement.c ---------------------------------------------------------------------------- */
+
+/* A set of usable CPUs that queues may be placed on, interned (one object per set, never
+ * freed), with a pool per class made on first use. */
+int op_placement_size(const op_placement *placement);
+/* The topology index (0 … cpu_count-1) of the placement's `i`-th CPU. */
+int op_placement_usable_index(const op_placement *placement, int i);
+/* The pool of class `qos` on the placement. */
+op_pool *op_placement_pool(const op_placement *placement, op_qos_t qos);
+/* Binds the calling thread to the placement's CPUs (a spare of a placed pool). */
+void op_placement_bind_current_thread(const op_placement *placement);
+/* The pool that runs `queue`'s tasks now: its placement's, or its class's default pool. */
+op_pool *op_queue_pool(op_queue_t *queue);
+
 /* ---- worker_pool.c -------------------------------------------------------------------------- */
 
 op_pool *op_pool_for(op_qos_t qos);
+/* The pool of class `qos` for a placement, made on first use and stored in `slot` (the
+ * placement's slot for that class). */
+op_pool *op_pool_for_placement(const op_placement *placement, op_qos_t qos, op_pool *_Atomic *slot);
+/* The placement a pool serves, or NULL for a class's default pool. */
+const op_placement *op_pool_placement(const op_pool *pool);
 /* Hands a token (a queue's claimed slot) to the pool and wakes a worker if none searches. */
 void op_pool_push_token(op_pool *pool, op_token *token);
 /* True when a token may wait in the pool (a hint). */

@@ -71,6 +71,7 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     atomic_init(&queue->bands_used, 0);
     atomic_init(&queue->suspended, false);
     atomic_init(&queue->qos, (int32_t)qos);
+    atomic_init(&queue->placement, NULL);
     atomic_init(&queue->refs, 1);
     atomic_init(&queue->idle_epoch, 0);
     atomic_init(&queue->idle_waiters, 0);
@@ -189,7 +190,7 @@ static bool op_queue_claim_slot(op_queue_t *queue, uint64_t word, bool yield_to_
         if (op_slots_running(word) >= op_queue_effective_width(queue)) return false;
         if (check != OP_WORK_KNOWN && !op_queue_has_ready(queue) &&
             (check == OP_WORK_IN_BANDS ||
-             !op_pool_local_work(op_pool_for(op_queue_qos(queue)), queue))) {
+             !op_pool_local_work(op_queue_pool(queue), queue))) {
             return false;
         }
         if (atomic_compare_exchange_weak_explicit(&queue->slots, &word, word + 1,
@@ -215,7 +216,7 @@ void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub) {
         op_queue_busy_sub(queue, sub);
         return;
     }
-    op_pool *pool = op_pool_for((op_qos_t)atomic_load_explicit(&queue->qos, memory_order_relaxed));
+    op_pool *pool = op_queue_pool(queue);
     /* One add for the slots' units and the caller's units: stays >= claimed > 0. */
     uint64_t delta = (uint64_t)claimed - sub;
     if ((int64_t)delta > 0) {
@@ -230,7 +231,7 @@ void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub) {
  * slot or task); the token push is its last touch of the queue. */
 static void op_queue_hand_out_claimed(op_queue_t *queue) {
     op_queue_busy_add(queue, 1);
-    op_pool_push_token(op_pool_for(op_queue_qos(queue)), &queue->token);
+    op_pool_push_token(op_queue_pool(queue), &queue->token);
 }
 
 bool op_queue_ramp_up(op_queue_t *queue, bool work_waits) {

@@ -109,6 +109,8 @@ typedef struct op_worker {
 
 struct op_pool {
     int qos;
+    const op_placement *placement; /* the CPUs it is made for; NULL: every usable CPU */
+    struct op_pool *next_placed;   /* the list of placed pools (op_placed_pools), push-only */
     int size;
     int node_count;
     op_fifo *tokens; /* one per node */
@@ -131,6 +133,9 @@ static void op_pool_start_spare(op_pool *pool);
 
 static op_pool *_Atomic op_pools[OP_QOS_COUNT];
 static pthread_mutex_t op_pools_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Every pool made for a placement (placement.c), newest first; pools live as long as the
+ * process, so the list only grows. The monitor walks it. */
+static op_pool *_Atomic op_placed_pools;
 
 bool op_pool_has_tokens(op_pool *pool) {
     for (int i = 0; i < pool->node_count; i++) {
@@ -147,6 +152,8 @@ op_local_run_queue *op_worker_local_run_queue(void) {
 }
 
 int op_pool_qos(const op_pool *pool) { return pool->qos; }
+
+const op_placement *op_pool_placement(const op_pool *pool) { return pool->placement; }
 
 void *op_pool_steal(op_pool *pool, op_local_run_queue *thief, const void *tag) {
     if (!pool) return NULL;
@@ -364,19 +371,29 @@ static bool op_pool_holds_local_work(op_pool *pool) {
 
 /* The monitor's tick: for each pool whose tokens (or local run queues' tasks) wait, look at its
  * workers and spares. */
+static bool op_pool_monitor_look(op_pool *pool) {
+    if (!pool || (!op_pool_has_tokens(pool) && !op_pool_holds_local_work(pool))) return false;
+    for (int i = 0; i < pool->size; i++) op_pool_look_at(pool, &pool->workers[i]);
+    pthread_mutex_lock(&pool->spares_lock);
+    for (op_worker *spare = pool->spares; spare; spare = spare->next_spare) {
+        op_pool_look_at(pool, spare);
+    }
+    pthread_mutex_unlock(&pool->spares_lock);
+    return true;
+}
+
 static bool op_pool_monitor_tick(void) {
     bool waiting = false;
     for (int qos = 0; qos < OP_QOS_COUNT; qos++) {
         /* acquire: pairs with the publishing store in op_pool_for. */
-        op_pool *pool = atomic_load_explicit(&op_pools[qos], memory_order_acquire);
-        if (!pool || (!op_pool_has_tokens(pool) && !op_pool_holds_local_work(pool))) continue;
-        waiting = true;
-        for (int i = 0; i < pool->size; i++) op_pool_look_at(pool, &pool->workers[i]);
-        pthread_mutex_lock(&pool->spares_lock);
-        for (op_worker *spare = pool->spares; spare; spare = spare->next_spare) {
-            op_pool_look_at(pool, spare);
+        if (op_pool_monitor_look(atomic_load_explicit(&op_pools[qos], memory_order_acquire))) {
+            waiting = true;
         }
-        pthread_mutex_unlock(&pool->spares_lock);
+    }
+    /* acquire: pairs with the publishing exchange in op_pool_for_placement. */
+    for (op_pool *pool = atomic_load_explicit(&op_placed_pools, memory_order_acquire); pool;
+         pool = pool->next_placed) {
+        if (op_pool_monitor_look(pool)) waiting = true;
     }
     return waiting;
 }
@@ -441,6 +458,9 @@ static void *op_worker_main(void *arg) {
     op_tls_pool = pool;
     op_tls_worker = worker;
     if (worker->spare) {
+        /* A spare of a placed pool keeps to the placement's CPUs (one the monitor starts would
+         * inherit the monitor's whole mask). */
+        if (pool->placement) op_placement_bind_current_thread(pool->placement);
         pthread_mutex_lock(&pool->spares_lock);
         worker->next_spare = pool->spares;
         pool->spares = worker;
@@ -533,7 +553,9 @@ static void *op_worker_main(void *arg) {
     return NULL;
 }
 
-static op_pool *op_pool_create(int qos) {
+/* Makes a pool of class `qos` with one pinned worker per CPU of `placement` (NULL: every usable
+ * CPU, the class's default pool). */
+static op_pool *op_pool_create(int qos, const op_placement *placement) {
     const op_topology_data *topology = op_topology_get();
     op_nice_init();
     op_pool *pool = NULL;
@@ -542,7 +564,8 @@ static op_pool *op_pool_create(int qos) {
     }
     memset(pool, 0, sizeof *pool);
     pool->qos = qos;
-    pool->size = topology->cpu_count;
+    pool->placement = placement;
+    pool->size = placement ? op_placement_size(placement) : topology->cpu_count;
     pool->node_count = topology->node_count;
     if (posix_memalign((void **)&pool->tokens, OP_CACHE_LINE,
                        sizeof(op_fifo) * (size_t)pool->node_count) != 0 ||
@@ -564,8 +587,9 @@ static op_pool *op_pool_create(int qos) {
         op_worker *worker = &pool->workers[i];
         worker->pool = pool;
         worker->index = i;
-        worker->cpu = topology->cpus[i];
-        worker->node = topology->cpu_node[i];
+        int usable = placement ? op_placement_usable_index(placement, i) : i;
+        worker->cpu = topology->cpus[usable];
+        worker->node = topology->cpu_node[usable];
         atomic_init(&worker->tid, 0);
         atomic_init(&worker->class_nice, 0);
         atomic_init(&worker->run, 0);
@@ -581,6 +605,15 @@ static op_pool *op_pool_create(int qos) {
     return pool;
 }
 
+/* Waits (bounded) until every worker of a new pool runs. */
+static void op_pool_wait_started(op_pool *pool) {
+    int64_t deadline = op_now_ns() + 10 * INT64_C(1000000000);
+    while (atomic_load_explicit(&pool->started, memory_order_acquire) < pool->size &&
+           op_now_ns() < deadline) {
+        usleep(20);
+    }
+}
+
 op_pool *op_pool_for(op_qos_t qos) {
     if ((unsigned)qos >= OP_QOS_COUNT) qos = OP_QOS_DEFAULT;
     /* acquire: pairs with the release store below, so the pool is fully built. */
@@ -589,17 +622,33 @@ op_pool *op_pool_for(op_qos_t qos) {
     pthread_mutex_lock(&op_pools_lock);
     pool = atomic_load_explicit(&op_pools[qos], memory_order_relaxed);
     if (!pool) {
-        pool = op_pool_create((int)qos);
+        pool = op_pool_create((int)qos, NULL);
         /* Publish the pool only once every worker is running, so the introspection calls see
          * a complete, consistent set (workers start in any order). Bounded: a thread that
          * pthread_create accepted starts within microseconds; 10 s means something is broken,
          * and we go on rather than hang. */
-        int64_t deadline = op_now_ns() + 10 * INT64_C(1000000000);
-        while (atomic_load_explicit(&pool->started, memory_order_acquire) < pool->size &&
-               op_now_ns() < deadline) {
-            usleep(20);
-        }
+        op_pool_wait_started(pool);
         atomic_store_explicit(&op_pools[qos], pool, memory_order_release);
+    }
+    pthread_mutex_unlock(&op_pools_lock);
+    return pool;
+}
+
+op_pool *op_pool_for_placement(const op_placement *placement, op_qos_t qos, op_pool *_Atomic *slot) {
+    if ((unsigned)qos >= OP_QOS_COUNT) qos = OP_QOS_DEFAULT;
+    /* acquire: pairs with the release store below. */
+    op_pool *pool = atomic_load_explicit(slot, memory_order_acquire);
+    if (OP_LIKELY(pool != NULL)) return pool;
+    pthread_mutex_lock(&op_pools_lock);
+    pool = atomic_load_explicit(slot, memory_order_relaxed);
+    if (!pool) {
+        pool = op_pool_create((int)qos, placement);
+        op_pool_wait_started(pool);
+        /* Onto the monitor's list (under the lock: one writer), then into the slot.
+         * release: the monitor's acquiring load sees the pool built. */
+        pool->next_placed = atomic_load_explicit(&op_placed_pools, memory_order_relaxed);
+        atomic_store_explicit(&op_placed_pools, pool, memory_order_release);
+        atomic_store_explicit(slot, pool, memory_order_release);
     }
     pthread_mutex_unlock(&op_pools_lock);
     return pool;

@@ -75,6 +75,8 @@ struct OperationsPerf: ParsableCommand {
     var sweep = false
     @Flag(help: "Also run the thread-priority experiment (CPU share per nice value).")
     var niceShare = false
+    @Flag(help: "Nice share with both queues placed on one CPU (implies --nice-share).")
+    var sameCpu = false
     @Option(help: "Run only these workloads (comma-separated: W1 ... W11, sweep, nice-share).")
     var only: String?
     @Option(help: "Run only these contenders (comma-separated: operations, core, foundation, dispatch).")
@@ -156,7 +158,7 @@ struct OperationsPerf: ParsableCommand {
             guard unknown.isEmpty else { throw ValidationError("unknown workload(s): \(unknown.sorted().joined(separator: ", "))") }
         }
         if sweep { selected.insert(ScalingSweep.id) }
-        if niceShare { selected.insert(NiceShare.id) }
+        if niceShare || sameCpu { selected.insert(NiceShare.id) }
 
         var competitors = Competitors.all
         if let contenders {
@@ -168,9 +170,11 @@ struct OperationsPerf: ParsableCommand {
         let rounds = rounds ?? (quick ? 3 : 5)
         guard rounds >= 1, priorityRounds >= 1, (latencyRounds ?? 1) >= 1 else { throw ValidationError("rounds must be >= 1") }
         guard watchdog >= 1 else { throw ValidationError("--watchdog must be >= 1") }
-        return SuiteConfiguration(
+        var configuration = SuiteConfiguration(
             selected: selected, competitors: competitors, sizes: sizes, rounds: rounds,
             latencyRounds: latencyRounds ?? (quick ? 2 : 3), priorityRounds: priorityRounds,
             minimumSampleNs: (minSampleMs ?? (quick ? 20 : 100)) * 1e6, foundationCap: foundationCap)
+        configuration.sameCPU = sameCpu
+        return configuration
     }
 }

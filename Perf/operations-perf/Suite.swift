@@ -5,6 +5,8 @@
 struct SuiteConfiguration {
     /// Workload ids to run (W1 … W9, sweep, nice-share).
     var selected: Set<String>
+    /// Nice share with both queues placed on one CPU (`--same-cpu`).
+    var sameCPU = false
     var competitors: [any Competitor]
     var sizes: Sizes
     /// Rounds of the throughput workloads and W8; of W7; of W9.
@@ -50,7 +52,8 @@ enum Suite {
             report.executor = try E1Executor.run(jobs: config.sizes.executorJobs, rounds: config.rounds, cpus: machine.cpuCount)
         }
         if config.selected.contains(NiceShare.id) {
-            report.niceShare = try NiceShare.run(seconds: config.sizes.shareSeconds, cpus: machine.cpuCount)
+            report.niceShare = try NiceShare.run(seconds: config.sizes.shareSeconds, cpus: machine.cpuCount,
+                                                 sameCPU: config.sameCPU)
         }
         Progress.done()
         report.goals = Goals.check(report)
@@ -81,7 +84,9 @@ enum Suite {
         }
         if config.selected.contains(W9Priority.id) {
             for scenario in W9Priority.Case.allCases {
-                _ = try LatencyRunner.measure(workload: "verify W9", scenario: scenario.rawValue, on: competitors, rounds: 1) {
+                let runners = W9Priority.competitors(competitors, for: scenario, cpus: machine.cpuCount)
+                if runners.isEmpty { continue }
+                _ = try LatencyRunner.measure(workload: "verify W9", scenario: scenario.rawValue, on: runners, rounds: 1) {
                     try W9Priority.sample(scenario, seconds: small.prioritySeconds, cpus: machine.cpuCount, on: $0)
                 }
             }

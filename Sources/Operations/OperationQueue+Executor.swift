@@ -154,6 +154,7 @@ final class OperationBodyExecutor: TaskExecutor, @unchecked Sendable {
                 fatalError("Operations: \(label): the core could not create a queue (out of memory)")
             }
             op_queue_set_context(made, Unmanaged.passUnretained(queue).toOpaque(), queueContextRetain, queueContextRelease)
+            OperationQueue.copyPlacement(from: queue.core, to: made) // the bodies follow the queue's CPUs
             // releasing: whoever reads the address sees the queue set up.
             jobCoreWord.store(UInt(bitPattern: made), ordering: .releasing)
         }

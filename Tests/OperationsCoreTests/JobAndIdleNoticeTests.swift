@@ -133,3 +133,38 @@ private let dropContext: TaskBody = { _ in }
         #expect(seen.count == rounds && Set(seen).count == rounds, "a notice ran twice or never (seed \(seed))")
     }
 }
+
+/// op_queue_set_cpus / op_queue_set_cpu_list / op_queue_set_numa_node / op_queue_cpus: the C
+/// API's answers (issue 16); where placed tasks run is checked through the Swift layer
+/// (PlacementTests).
+@Suite struct PlacementAPITests {
+    @Test func placementCallsReturnTheirErrorsAndRefusalsChangeNothing() throws {
+        let queue = try makeQueue("placed-c")
+        defer { op_queue_release(queue) }
+        var set = cpu_set_t()
+        #expect(op_queue_cpus(queue, &set) == ENOENT, "an unplaced queue reports a placement")
+        var cpu: Int32 = 0, node: Int32 = 0
+        #expect(op_runtime_cpu(0, &cpu, &node) == 0)
+        var list = [cpu]
+        var bad: Int32 = -1
+        #expect(op_queue_set_cpu_list(queue, &list, 1, &bad) == 0)
+        var placed = [Int32](repeating: -1, count: 4)
+        #expect(op_queue_cpu_list(queue, &placed, placed.count) == 1 && placed[0] == cpu)
+        #expect(op_queue_cpus(queue, &set) == 0)
+        var outside: [Int32] = [cpu, 100_000]
+        #expect(op_queue_set_cpu_list(queue, &outside, 2, &bad) == EINVAL)
+        #expect(bad == 100_000, "the refused CPU is not named: \(bad)")
+        #expect(op_queue_cpu_list(queue, &placed, placed.count) == 1 && placed[0] == cpu, "a refusal changed the placement")
+        #expect(op_queue_set_cpus(queue, &set) == 0)
+        var empty = cpu_set_t()
+        #expect(op_queue_set_cpus(queue, &empty) == EINVAL, "an empty set is refused")
+        #expect(op_queue_set_numa_node(queue, 4096) == EINVAL)
+        #expect(op_queue_set_numa_node(queue, -1) == EINVAL)
+        #expect(op_queue_cpu_list(queue, &placed, placed.count) == 1)
+        #expect(op_queue_set_cpus(queue, nil) == 0)
+        #expect(op_queue_cpu_list(queue, &placed, placed.count) == 0, "NULL did not lift the placement")
+        #expect(op_queue_set_numa_node(queue, 0) == 0)
+        #expect(op_queue_cpu_list(queue, &placed, placed.count) >= 1)
+        #expect(op_queue_set_cpus(nil, nil) == EINVAL)
+    }
+}

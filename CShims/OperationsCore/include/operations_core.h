@@ -43,6 +43,7 @@
 #ifndef OPERATIONS_CORE_H
 #define OPERATIONS_CORE_H
 
+#include <sched.h> /* cpu_set_t (its CPU_* macros need _GNU_SOURCE) */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -292,6 +293,28 @@ op_queue_t *op_queue_current(void);
  *  (a dispatch queue, the main thread). */
 op_queue_t *op_queue_swap_current(op_queue_t *queue);
 
+/** Places the queue: from now on its tasks start only on workers pinned to CPUs of `cpus`.
+ *  Those workers (one per CPU of the set, per QoS class) are made on first use, pinned and at
+ *  their class's nice value as the default workers are; spares that stand in for them while
+ *  bodies block keep to the set. NULL lifts the placement. Tasks already running finish where
+ *  they are; waiting ones start on the new set. Placement composes with everything else (QoS,
+ *  thread priority, width, priorities, suspension, waits, dependencies on any queue).
+ *  Returns 0; EINVAL for NULL queue, an empty set, or a CPU outside the process's affinity
+ *  mask (the placement stays as it was); ENOMEM. Any thread, any time. */
+int op_queue_set_cpus(op_queue_t *queue, const cpu_set_t *cpus);
+/** op_queue_set_cpus with a list of CPU ids (count 0 lifts the placement). On EINVAL for a CPU
+ *  the process may not run on, *bad_cpu (if not NULL) is that CPU. */
+int op_queue_set_cpu_list(op_queue_t *queue, const int *cpus, size_t count, int *bad_cpu);
+/** Places the queue on the usable CPUs of NUMA node `node` (libnuma's numbering). Without
+ *  NUMA every usable CPU is node 0. Returns 0; EINVAL for a node with no usable CPU (one that
+ *  does not exist, or any but 0 without NUMA): the placement stays as it was; ENOMEM. */
+int op_queue_set_numa_node(op_queue_t *queue, int node);
+/** The placement: 0 with the set in *out, or ENOENT when the queue is not placed (EINVAL). */
+int op_queue_cpus(const op_queue_t *queue, cpu_set_t *out);
+/** The placement as CPU ids, ascending: writes at most `capacity` and returns how many there
+ *  are (0: not placed). */
+size_t op_queue_cpu_list(const op_queue_t *queue, int *cpus, size_t capacity);
+
 /** Attaches a context to the queue (for language bindings). While the queue has unfinished
  *  tasks the core holds the context: `retain(context)` is called when the queue goes from idle
  *  to busy, `release(context)` when it goes back to idle (after waking waiters, on the thread
@@ -372,6 +395,9 @@ int op_current_thread_id(void);
 
 /** The nice value the calling thread runs at (getpriority on its thread id). */
 int op_current_thread_nice(void);
+/** The CPUs the calling thread may run on (its affinity), ascending: writes at most `capacity`
+ *  ids and returns how many there are (0 on failure). */
+size_t op_current_thread_cpus(int *cpus, size_t capacity);
 
 /** Returned by op_thread_priority_apply when it changed nothing. */
 #define OP_NICE_UNCHANGED (-1000)

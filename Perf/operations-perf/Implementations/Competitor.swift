@@ -34,6 +34,12 @@ protocol Competitor: Sendable {
     func makeProbeTarget(_ layout: ProbeLayout) throws -> any ProbeTarget
     /// W8: a suspended queue of default width to fill and then drain.
     func makeSuspendedQueue() throws -> any SuspendedQueue
+    /// Whether queues can be placed on chosen CPUs (W9 placed, nice-share --same-cpu).
+    var canPlace: Bool { get }
+}
+
+extension Competitor {
+    var canPlace: Bool { false }
 }
 
 /// A C body: what every competitor runs for S1 (and what the core and dispatch take directly).
@@ -73,6 +79,9 @@ enum ProbeLayout: Sendable {
     /// Load and probes on one default-width queue; the ops carry their own QoS and priority
     /// where the runtime has per-op QoS (W9 b).
     case oneQueue
+    /// As twoQueues, with the probe queue placed on `probeCPU` and the load queue on the other
+    /// CPUs (W9 d; competitors with `canPlace` only).
+    case placed(probeCPU: Int, loadCPUs: [Int])
 }
 
 /// What a probe-target item runs.

@@ -119,8 +119,20 @@ struct CoreCompetitor: Competitor {
         case .oneQueue:
             let queue = try makeQueue(width: .default)
             return CoreProbeTarget(loadQueue: queue, probeQueue: queue, perTaskQoS: true)
+        case .placed(let probeCPU, let loadCPUs):
+            let load = try makeQueue(width: .default, qos: OP_QOS_BACKGROUND)
+            let probe = try makeQueue(width: .default, qos: OP_QOS_USER_INTERACTIVE)
+            let loadList = loadCPUs.map { Int32($0) }
+            var probeList = [Int32(probeCPU)]
+            guard loadList.withUnsafeBufferPointer({ op_queue_set_cpu_list(load, $0.baseAddress, $0.count, nil) }) == 0,
+                  op_queue_set_cpu_list(probe, &probeList, 1, nil) == 0 else {
+                throw PerfError.setup("op_queue_set_cpu_list refused the W9 placement")
+            }
+            return CoreProbeTarget(loadQueue: load, probeQueue: probe, perTaskQoS: false)
         }
     }
+
+    var canPlace: Bool { true }
 
     func makeSuspendedQueue() throws -> any SuspendedQueue {
         let queue = try makeQueue(width: .default)

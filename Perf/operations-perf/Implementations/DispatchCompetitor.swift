@@ -66,6 +66,8 @@ struct DispatchCompetitor: Competitor {
         case .oneQueue:
             let queue = dispatch_baseline_concurrent_queue("perf.priority")
             return DispatchProbeTarget(loadQueue: queue, probeQueue: queue, owned: true)
+        case .placed:
+            throw PerfError.setup("dispatch cannot place queues on CPUs")
         }
     }
 

@@ -11,6 +11,9 @@ protocol OperationQueueAPI: SendableMetatype {
     static func newQueue() -> Queue
     /// `BlockOperation(block: body)`.
     static func makeOperation(_ body: @escaping @Sendable () -> Void) -> Queue.Op
+    /// Whether queues can be placed on CPUs, and placing one (W9 placed).
+    static var canPlace: Bool { get }
+    static func place(_ queue: Queue, on cpus: [Int])
 }
 
 /// The OperationQueue calls the workloads use; ours and Foundation's have them under these
@@ -56,6 +59,9 @@ extension RawRepresentable where RawValue == Int {
 }
 
 extension OperationQueueAPI {
+    static var canPlace: Bool { false }
+    static func place(_ queue: Queue, on cpus: [Int]) { fatalError("\(name) cannot place queues") }
+
     /// A new queue of `width` at `qos` (nil: the library's default QoS).
     static func makeQueue(width: QueueWidth, qos: PerfQoS?) -> Queue {
         let queue = newQueue()
@@ -179,6 +185,8 @@ struct OperationQueueCompetitor<API: OperationQueueAPI>: Competitor {
         OperationProbeTarget<API>(layout: layout)
     }
 
+    var canPlace: Bool { API.canPlace }
+
     func makeSuspendedQueue() throws -> any SuspendedQueue {
         OperationSuspendedQueue<API>()
     }
@@ -204,6 +212,11 @@ private struct OperationProbeTarget<API: OperationQueueAPI>: ProbeTarget {
         case .twoQueues:
             loadQueue = API.makeQueue(width: .default, qos: .background)
             probeQueue = API.makeQueue(width: .default, qos: .userInteractive)
+        case .placed(let probeCPU, let loadCPUs):
+            loadQueue = API.makeQueue(width: .default, qos: .background)
+            probeQueue = API.makeQueue(width: .default, qos: .userInteractive)
+            API.place(loadQueue, on: loadCPUs)
+            API.place(probeQueue, on: [probeCPU])
         }
     }
 

@@ -9,6 +9,10 @@ enum OperationsAPI: OperationQueueAPI {
     static func makeOperation(_ body: @escaping @Sendable () -> Void) -> Operations.Operation {
         Operations.BlockOperation(block: body)
     }
+    static var canPlace: Bool { true }
+    static func place(_ queue: Operations.OperationQueue, on cpus: [Int]) {
+        do { try queue.setCPUs(Set(cpus)) } catch { fatalError("placing \(queue): \(error)") }
+    }
 }
 
 extension Operations.OperationQueue: PerfOperationQueue {}

@@ -56,6 +56,10 @@ enum Goals {
                 let bytes = memory.median(\.heapBytes)
                 add("W8 \(name) <= 144 heap bytes per queued op", bytes, "\(Table.format(bytes)) B", bytes <= 144)
             }
+            if let probe = latency(report.priority, W9Priority.Case.placed.rawValue, name) {
+                add("W9 placed probe p99 \(name) <= 20 µs", Double(probe.merged.p99),
+                    Table.micro(probe.merged.p99) + " µs", probe.merged.p99 <= 20_000)
+            }
             if let probe = latency(report.priority, W9Priority.Case.oneQueue.rawValue, name) {
                 add("W9 one-queue probe p99 \(name) <= 100 µs", Double(probe.merged.p99),
                     Table.micro(probe.merged.p99) + " µs", probe.merged.p99 <= 100_000)

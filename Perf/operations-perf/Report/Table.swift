@@ -40,12 +40,12 @@ enum Table {
         }
         if !report.niceShare.isEmpty {
             section("Nice share: CPU share of each side vs the kernel's prediction (weight 1.25^-nice)")
-            row(["pair", "nice", "share", "predicted", "error"], [40, 9, 15, 15, 8])
+            row(["pair", "nice", "share", "predicted", "error"], [44, 9, 15, 15, 8])
             for result in report.niceShare {
                 let a = result.sides[0], b = result.sides[1]
                 row([result.label, "\(a.nice)/\(b.nice)", percent(a.share) + "/" + percent(b.share),
                      percent(a.predictedShare) + "/" + percent(b.predictedShare), percent(result.relativeError)],
-                    [40, 9, 15, 15, 8])
+                    [44, 9, 15, 15, 8])
             }
         }
         goalRows("Goals", report.goals)

@@ -15,7 +15,8 @@ enum NiceShare {
         threadPriority 0.0 vs 1.0 (default and utility queues, utility's nice set to default's
         for that pair). Each side's CPU time share next to the share the kernel's weights
         predict for the nice values the bodies ran at (weight 1.25^-nice), and the error of the
-        smaller side.
+        smaller side. With --same-cpu, both queues are placed on one CPU (the last usable) and
+        each side runs one operation there: two queues of different QoS split that CPU.
         """
 
     /// One side: the queue's QoS and the operations' threadPriority.
@@ -36,9 +37,10 @@ enum NiceShare {
         return pairs
     }
 
-    static func run(seconds: Double, cpus: Int) throws -> [NiceShareResult] {
-        try pairs.map { pair in
-            let label = "\(pair.0.label) vs \(pair.1.label)"
+    static func run(seconds: Double, cpus: Int, sameCPU: Bool = false) throws -> [NiceShareResult] {
+        let placedOn = sameCPU ? OperationsRuntime.usableCPUs.last : nil
+        return try pairs.map { pair in
+            let label = "\(pair.0.label) vs \(pair.1.label)" + (placedOn.map { " (CPU \($0))" } ?? "")
             Progress.show("\(id): \(label)")
             return try Watchdog.guarding("\(id) \(label)") {
                 // The threadPriority pair compares two classes of equal nice.
@@ -49,20 +51,24 @@ enum NiceShare {
                     _ = table.withUnsafeBufferPointer { op_runtime_set_nice_table($0.baseAddress) }
                 }
                 defer { _ = saved.withUnsafeBufferPointer { op_runtime_set_nice_table($0.baseAddress) } }
-                return share([pair.0, pair.1], seconds: seconds, cpus: cpus, label: label)
+                return share([pair.0, pair.1], seconds: seconds, cpus: placedOn == nil ? cpus : 1, label: label,
+                             placedOn: placedOn)
             }
         }
     }
 
     /// Runs `cpus` saturating operations per side, opens the window once all started, and
     /// compares the CPU time each side got with the kernel's prediction.
-    static func share(_ sides: [Side], seconds: Double, cpus: Int, label: String) -> NiceShareResult {
+    static func share(_ sides: [Side], seconds: Double, cpus: Int, label: String, placedOn: Int? = nil) -> NiceShareResult {
         let tallies = UnsafeMutablePointer<share_side>.allocate(capacity: sides.count)
         tallies.initialize(repeating: share_side(), count: sides.count)
         defer { tallies.deallocate() }
         let queues = sides.enumerated().map { index, side in
             let queue = Operations.OperationQueue()
             queue.qualityOfService = side.qos.value()
+            if let placedOn {
+                do { try queue.setCPUs([placedOn]) } catch { fatalError("nice-share --same-cpu: \(error)") }
+            }
             let tally = TallyRef(pointer: tallies + index)
             for _ in 0..<cpus {
                 let op = Operations.BlockOperation { perf_saturate_body(tally.pointer) }

@@ -2,6 +2,7 @@
 // saturate every core: probe latency with load and probes on two queues, on one queue, and
 // without load; and the nice values the probes and the load actually ran at.
 import DispatchBaselines
+import Operations
 
 /// W9 priority under load.
 enum W9Priority {
@@ -11,9 +12,11 @@ enum W9Priority {
         --priority-seconds (x1.2), are added first; then a userInteractive probe every 2 ms for
         --priority-seconds. Probe latency p50/p99 with (a) load and probes on two queues
         (background / userInteractive), (b) both on one default-width queue, each op carrying
-        its QoS and the probes queuePriority veryHigh, (c) no load. The load stops once every
-        probe started. Reports the nice values probes and load ran at (getpriority in the body).
-        dispatch: global background / userInteractive queues; one new concurrent queue for (b).
+        its QoS and the probes queuePriority veryHigh, (c) no load, (d) placed: as (a) with the
+        probe queue placed on the last CPU and the load queue on the others (ours only; needs 2
+        CPUs; the load then fills the other CPUs). The load stops once every probe started.
+        Reports the nice values probes and load ran at (getpriority in the body). dispatch:
+        global background / userInteractive queues; one new concurrent queue for (b).
         """
 
     /// The three cases.
@@ -21,6 +24,19 @@ enum W9Priority {
         case twoQueues = "two queues"
         case oneQueue = "one queue"
         case noLoad = "no load"
+        case placed
+    }
+
+    /// The competitors that run `scenario` on a machine of `cpus` CPUs.
+    static func competitors(_ all: [any Competitor], for scenario: Case, cpus: Int) -> [any Competitor] {
+        guard scenario == .placed else { return all }
+        return cpus >= 2 ? all.filter(\.canPlace) : []
+    }
+
+    /// The probe queue's CPU and the load queue's for the placed case.
+    static var placement: (probe: Int, load: [Int]) {
+        let usable = OperationsRuntime.usableCPUs
+        return (usable.last!, Array(usable.dropLast()))
     }
 
     static let probeIntervalNs: UInt64 = 2_000_000
@@ -28,7 +44,9 @@ enum W9Priority {
 
     static func run(on competitors: [any Competitor], seconds: Double, cpus: Int, rounds: Int) throws -> [LatencyResult] {
         try Case.allCases.flatMap { scenario in
-            try LatencyRunner.measure(workload: id, scenario: scenario.rawValue, on: competitors, rounds: rounds) {
+            let runners = Self.competitors(competitors, for: scenario, cpus: cpus)
+            if runners.isEmpty { return [LatencyResult]() }
+            return try LatencyRunner.measure(workload: id, scenario: scenario.rawValue, on: runners, rounds: rounds) {
                 try sample(scenario, seconds: seconds, cpus: cpus, on: $0)
             }
         }
@@ -37,8 +55,14 @@ enum W9Priority {
     /// One case on one competitor; returns when every probe and load body finished.
     static func sample(_ scenario: Case, seconds: Double, cpus: Int, on competitor: any Competitor) throws -> LatencySample {
         perf_set_load_cpu_ns(loadCpuNs)
-        let target = try competitor.makeProbeTarget(scenario == .oneQueue ? .oneQueue : .twoQueues)
-        let loadCount = scenario == .noLoad ? 0 : Int(Double(cpus) * seconds * 1e9 / Double(loadCpuNs) * 1.2)
+        let layout: ProbeLayout = switch scenario {
+        case .oneQueue: .oneQueue
+        case .placed: .placed(probeCPU: placement.probe, loadCPUs: placement.load)
+        case .twoQueues, .noLoad: .twoQueues
+        }
+        let target = try competitor.makeProbeTarget(layout)
+        let loadCPUs = scenario == .placed ? cpus - 1 : cpus
+        let loadCount = scenario == .noLoad ? 0 : Int(Double(loadCPUs) * seconds * 1e9 / Double(loadCpuNs) * 1.2)
         let probeCount = max(1, Int(seconds * 1e9 / Double(probeIntervalNs)))
         let load = ProbeSlots(count: loadCount, recordNice: true)
         let probes = ProbeSlots(count: probeCount, recordNice: true)

@@ -1,0 +1,198 @@
+/*
+ * placement.c — queues placed on chosen CPUs (op_queue_set_cpus, op_queue_set_numa_node).
+ *
+ * A placement is a set of usable CPUs, interned: one object per distinct set, made on first use
+ * under a mutex and never freed (its workers live as long as the process, as every pool's do).
+ * It holds a pool per QoS class, made on first use (worker_pool.c: one worker per CPU of the
+ * set, pinned as the default workers are, at the class's nice value; their spares keep to the
+ * set). A placed queue points at its placement (`queue->placement`); everything that hands the
+ * queue's tokens to a pool asks op_queue_pool, and a drainer whose pool is not the queue's any
+ * more hands its token over (drain.c), as it does when the queue's QoS changes. So placement
+ * composes with QoS, thread priority, width, priorities, suspension and waits: only the pool
+ * that runs the tokens changes.
+ *
+ * Threads: op_queue_set_cpus and op_queue_set_numa_node may be called from any thread at any
+ * time; the placement is published with a release store, read with acquire loads.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <numa.h>
+#include <sched.h>
+#include <string.h>
+
+struct op_placement {
+    cpu_set_t cpus;                       /* the set, for comparisons and binding */
+    int size;                             /* CPUs in it */
+    int *usable;                          /* their topology indices, ascending */
+    op_pool *_Atomic pools[OP_QOS_COUNT]; /* made on first use */
+    struct op_placement *next;            /* the interned list, under op_placements_lock */
+};
+
+static pthread_mutex_t op_placements_lock = PTHREAD_MUTEX_INITIALIZER;
+static op_placement *op_placements; /* under op_placements_lock */
+
+int op_placement_size(const op_placement *placement) { return placement->size; }
+
+int op_placement_usable_index(const op_placement *placement, int i) { return placement->usable[i]; }
+
+op_pool *op_placement_pool(const op_placement *placement, op_qos_t qos) {
+    op_placement *p = (op_placement *)placement;
+    return op_pool_for_placement(placement, qos, &p->pools[(unsigned)qos < OP_QOS_COUNT ? qos : OP_QOS_DEFAULT]);
+}
+
+void op_placement_bind_current_thread(const op_placement *placement) {
+    pthread_setaffinity_np(pthread_self(), sizeof placement->cpus, &placement->cpus);
+}
+
+op_pool *op_queue_pool(op_queue_t *queue) {
+    op_qos_t qos = (op_qos_t)atomic_load_explicit(&queue->qos, memory_order_relaxed);
+    /* acquire: pairs with the release store in op_queue_place (the placement is built). */
+    const op_placement *placement = atomic_load_explicit(&queue->placement, memory_order_acquire);
+    return placement ? op_placement_pool(placement, qos) : op_pool_for(qos);
+}
+
+/* The interned placement for the usable CPUs flagged in `chosen` (indexed by topology index). */
+static const op_placement *op_placement_intern(const bool *chosen) {
+    const op_topology_data *topology = op_topology_get();
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int size = 0;
+    for (int i = 0; i < topology->cpu_count; i++) {
+        if (chosen[i]) {
+            CPU_SET(topology->cpus[i], &set);
+            size++;
+        }
+    }
+    pthread_mutex_lock(&op_placements_lock);
+    for (op_placement *p = op_placements; p; p = p->next) {
+        if (CPU_EQUAL(&p->cpus, &set)) {
+            pthread_mutex_unlock(&op_placements_lock);
+            return p;
+        }
+    }
+    op_placement *made = calloc(1, sizeof *made);
+    int *usable = made ? malloc(sizeof(int) * (size_t)size) : NULL;
+    if (!made || !usable) {
+        pthread_mutex_unlock(&op_placements_lock);
+        free(made);
+        return NULL;
+    }
+    made->cpus = set;
+    made->size = size;
+    made->usable = usable;
+    for (int i = 0, n = 0; i < topology->cpu_count; i++) {
+        if (chosen[i]) usable[n++] = i;
+    }
+    for (int qos = 0; qos < OP_QOS_COUNT; qos++) atomic_init(&made->pools[qos], NULL);
+    made->next = op_placements;
+    op_placements = made;
+    pthread_mutex_unlock(&op_placements_lock);
+    return made;
+}
+
+/* Places the queue on the usable CPUs flagged in `chosen`, or unplaces it (NULL). */
+static int op_queue_place(op_queue_t *queue, const bool *chosen) {
+    const op_placement *placement = NULL;
+    if (chosen) {
+        placement = op_placement_intern(chosen);
+        if (!placement) return ENOMEM;
+    }
+    /* release: a reader of the pointer sees the placement built. */
+    atomic_store_explicit(&queue->placement, placement, memory_order_release);
+    return 0;
+}
+
+/* The topology index of CPU id `cpu`, or -1 when the process may not run on it. */
+static int op_usable_index(int cpu) {
+    const op_topology_data *topology = op_topology_get();
+    for (int i = 0; i < topology->cpu_count; i++) {
+        if (topology->cpus[i] == cpu) return i;
+    }
+    return -1;
+}
+
+int op_queue_set_cpu_list(op_queue_t *queue, const int *cpus, size_t count, int *bad_cpu) {
+    if (!queue || (count && !cpus)) return EINVAL;
+    if (count == 0) return op_queue_place(queue, NULL);
+    const op_topology_data *topology = op_topology_get();
+    bool *chosen = calloc((size_t)topology->cpu_count, sizeof *chosen);
+    if (!chosen) return ENOMEM;
+    for (size_t i = 0; i < count; i++) {
+        int index = op_usable_index(cpus[i]);
+        if (index < 0) {
+            if (bad_cpu) *bad_cpu = cpus[i];
+            free(chosen);
+            return EINVAL;
+        }
+        chosen[index] = true;
+    }
+    int rc = op_queue_place(queue, chosen);
+    free(chosen);
+    return rc;
+}
+
+int op_queue_set_cpus(op_queue_t *queue, const cpu_set_t *cpus) {
+    if (!queue) return EINVAL;
+    if (!cpus) return op_queue_place(queue, NULL);
+    int list[CPU_SETSIZE];
+    size_t count = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (CPU_ISSET(cpu, cpus)) list[count++] = cpu;
+    }
+    if (count == 0) return EINVAL; /* an empty set: use NULL to lift a placement */
+    return op_queue_set_cpu_list(queue, list, count, NULL);
+}
+
+int op_queue_set_numa_node(op_queue_t *queue, int node) {
+    if (!queue || node < 0) return EINVAL;
+    const op_topology_data *topology = op_topology_get();
+    bool *chosen = calloc((size_t)topology->cpu_count, sizeof *chosen);
+    if (!chosen) return ENOMEM;
+    int found = 0;
+    for (int i = 0; i < topology->cpu_count; i++) {
+        int of = topology->numa ? numa_node_of_cpu(topology->cpus[i]) : 0;
+        if (of == node) {
+            chosen[i] = true;
+            found++;
+        }
+    }
+    int rc = found ? op_queue_place(queue, chosen) : EINVAL;
+    free(chosen);
+    return rc;
+}
+
+size_t op_queue_cpu_list(const op_queue_t *queue, int *cpus, size_t capacity) {
+    if (!queue) return 0;
+    /* acquire: as in op_queue_pool. */
+    const op_placement *placement =
+        atomic_load_explicit(&((op_queue_t *)queue)->placement, memory_order_acquire);
+    if (!placement) return 0;
+    const op_topology_data *topology = op_topology_get();
+    for (int i = 0; i < placement->size && (size_t)i < capacity; i++) {
+        cpus[i] = topology->cpus[placement->usable[i]];
+    }
+    return (size_t)placement->size;
+}
+
+int op_queue_cpus(const op_queue_t *queue, cpu_set_t *out) {
+    if (!queue || !out) return EINVAL;
+    const op_placement *placement =
+        atomic_load_explicit(&((op_queue_t *)queue)->placement, memory_order_acquire);
+    if (!placement) return ENOENT;
+    *out = placement->cpus;
+    return 0;
+}
+
+size_t op_current_thread_cpus(int *cpus, size_t capacity) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (pthread_getaffinity_np(pthread_self(), sizeof set, &set) != 0) return 0;
+    size_t count = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, &set)) continue;
+        if (count < capacity) cpus[count] = cpu;
+        count++;
+    }
+    return count;
+}
