@@ -78,6 +78,9 @@ int op_queue_notify_idle(op_queue_t *queue, op_task_fn fn, void *context) {
     }
     struct op_idle_notice *notice = malloc(sizeof *notice);
     if (!notice) return ENOMEM;
+    /* Our own reference: once the notice is in the list, the last finisher may run it (and fn
+     * may drop the caller's handle) before we are done with the queue below. */
+    op_queue_retain(queue);
     notice->fn = fn;
     notice->context = context;
     pthread_mutex_lock(&queue->idle_lock);
@@ -92,6 +95,7 @@ int op_queue_notify_idle(op_queue_t *queue, op_task_fn fn, void *context) {
     if (atomic_load_explicit(&queue->busy, memory_order_seq_cst) == 0) {
         op_queue_run_idle_notices(queue);
     }
+    op_queue_release(queue);
     return 0;
 }
 

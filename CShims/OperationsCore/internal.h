@@ -144,6 +144,7 @@ enum {
 
 /* Internal bits of op_task.flags, above the public OP_TASK_* ones. */
 enum {
+    OP_TASK_IS_JOB = 1u << 5,     /* submitted with op_queue_submit_job */
     OP_TASK_IS_BARRIER = 1u << 6, /* submitted with op_queue_submit_barrier */
     OP_TASK_HAS_EXT = 1u << 7,    /* `context` points to an op_task_ext */
 };

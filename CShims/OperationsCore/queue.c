@@ -301,13 +301,25 @@ bool op_queue_push_local(op_queue_t *queue, op_task_t *task, bool job) {
         op_queue_effective_width(queue) <= 1) { /* a body may have narrowed it to serial */
         return false;
     }
+    /* A queue moved to another class or placement while this body ran: what it releases goes
+     * to the bands, where the queue's new workers look (they do not steal from this pool). */
+    op_pool *pool = op_pool_current();
+    if (OP_UNLIKELY(!pool ||
+                    atomic_load_explicit(&queue->qos, memory_order_relaxed) != op_pool_qos(pool) ||
+                    atomic_load_explicit(&queue->placement, memory_order_relaxed) !=
+                        op_pool_placement(pool))) {
+        return false;
+    }
     bool was_empty = op_local_run_queue_is_empty(drain->local);
     if (!op_local_run_queue_push(drain->local, op_queue_entry_for(task))) return false;
-    /* A job (an executor's: a task's next part, a yield, a child) pushed into an empty ring is
-     * most often the one thing the running job leaves behind, taken by this worker the moment
-     * the job returns, as tokio's LIFO slot: drawing a drainer for it would bounce a single
-     * task between workers. So jobs draw one when a second one waits. */
-    bool draws = job ? (!was_empty && op_local_run_queue_length(drain->local) == 2) : was_empty;
+    /* A job (an executor's: a task's next part, a yield, a child) that a running *job* pushes
+     * into an empty ring is most often the one thing that job leaves behind, taken by this
+     * worker the moment it returns, as tokio's LIFO slot: drawing a drainer for it would bounce
+     * a single task between workers. So there, one is drawn when a second job waits. A job
+     * pushed by an operation's body draws one at once, like any task (the body may go on to
+     * wait for it). */
+    bool chain = job && op_tls_task && (op_tls_task->flags & OP_TASK_IS_JOB);
+    bool draws = chain ? (!was_empty && op_local_run_queue_length(drain->local) == 2) : was_empty;
     /* seq_cst: our push is ordered before reading `slots`, as a drainer that marks itself idle
      * (or gives its slot back) orders that before looking at the local run queues: one of the
      * two sees the other (Dekker). */
@@ -427,7 +439,16 @@ void op_queue_take_back_slot(op_queue_t *queue) {
  * sleeper's, say), whether or not a drainer idles. */
 static bool op_queue_token_lend_slot(op_token *token) {
     op_queue_t *queue = op_queue_lend_slot(op_queue_of_token(token));
-    if (!queue) return false;
+    if (!queue) {
+        /* A queue of explicit width lends nothing, but its waiting work (the sleeper's local
+         * run queue, say: a job it pushed and then blocked on) still gets a drainer if the
+         * width allows one. The blocked task's unit keeps the queue alive meanwhile. */
+        op_queue_t *narrow = op_queue_of_token(token);
+        atomic_thread_fence(memory_order_seq_cst); /* as below */
+        uint64_t word = atomic_load_explicit(&narrow->slots, memory_order_relaxed);
+        if (op_queue_claim_slot(narrow, word, false, OP_WORK_ANYWHERE)) op_queue_hand_out_claimed(narrow);
+        return false;
+    }
     /* seq_cst: the lent slot (our RMW) before the reads, as in op_queue_release_slot. */
     atomic_thread_fence(memory_order_seq_cst);
     uint64_t word = atomic_load_explicit(&queue->slots, memory_order_relaxed);
@@ -554,6 +575,7 @@ static int op_queue_submit_untracked(op_queue_t *queue, op_task_fn fn, void *con
     const op_task_attr_t attr = {
         .priority = OP_PRIORITY_NORMAL, .qos = qos, .thread_priority = 0.5};
     op_task_init(task, fn, context, &attr);
+    if (job) task->flags |= OP_TASK_IS_JOB;
     atomic_init(&task->state, OP_STATE_SUBMITTED | OP_STATE_QUEUED);
     atomic_init(&task->pending, 0);
     atomic_init(&task->queue, queue);

@@ -32,16 +32,23 @@ extension OperationQueue: TaskExecutor, SerialExecutor {
     /// The queue as an actor's executor: `nonisolated var unownedExecutor:
     /// UnownedSerialExecutor { queue.asUnownedSerialExecutor() }`. Only a queue of width 1 is
     /// serial: on any other this traps with a message naming the queue, and once handed out
-    /// the width cannot change any more (setting another traps).
+    /// the width cannot change any more (setting another traps). A queue with an
+    /// `underlyingQueue` (other than `OperationQueue.main`) traps too: its jobs run on that
+    /// dispatch queue, which may be concurrent, and an underlying queue cannot be set once
+    /// handed out.
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
         // relaxed: set once under the lock below; a stale false only takes the slow path.
         if servesAsSerialExecutor.load(ordering: .relaxed) { return UnownedSerialExecutor(ordinary: self) }
         // The check and the mark under the queue's lock (the width setter checks the mark
         // under it); the message outside it (a queue's description takes the lock).
-        let width = StripedLock.shared.withLock(for: self) { () -> Int32 in
+        let (width, underlying) = StripedLock.shared.withLock(for: self) { () -> (Int32, Bool) in
             let width = op_queue_width(core)
-            if width == 1 { servesAsSerialExecutor.store(true, ordering: .relaxed) }
-            return width
+            let underlying = !isMainQueue && hasUnderlyingQueue.load(ordering: .acquiring)
+            if width == 1 && !underlying { servesAsSerialExecutor.store(true, ordering: .relaxed) }
+            return (width, underlying)
+        }
+        if underlying {
+            operationMisuse("\(self) used as the serial executor of an actor, but it has an underlyingQueue, which may run its jobs concurrently")
         }
         if width != 1 {
             operationMisuse("\(self) used as the serial executor of an actor, but its maxConcurrentOperationCount is \(width); only a queue of width 1 can run an actor")

@@ -78,8 +78,16 @@ open class OperationQueue: @unchecked Sendable {
             if op_queue_unfinished(core) != 0 {
                 operationMisuse("underlyingQueue of \(self) set while it holds operations; set it before adding any")
             }
-            StripedLock.shared.withLock(for: self) { lockedUnderlyingQueue = newValue }
-            hasUnderlyingQueue.store(newValue != nil, ordering: .releasing)
+            let refused = StripedLock.shared.withLock(for: self) { () -> Bool in
+                // Under the lock: asUnownedSerialExecutor() checks for an underlying queue under it.
+                if newValue != nil && servesAsSerialExecutor.load(ordering: .relaxed) { return true }
+                lockedUnderlyingQueue = newValue
+                hasUnderlyingQueue.store(newValue != nil, ordering: .releasing)
+                return false
+            }
+            if refused {
+                operationMisuse("underlyingQueue of \(self) set, but the queue is the serial executor of an actor; its jobs must stay on the queue's workers")
+            }
         }
     }
 

@@ -45,6 +45,20 @@ private let noticeBody: TaskBody = { context in
 
 private let dropContext: TaskBody = { _ in }
 
+/// A job that opens the probe's gate (its context is the probe, kept alive by the test).
+private let openGateJob: TaskBody = { context in
+    contextObject(context, as: JobProbe.self).gate.open()
+}
+
+/// Submits a job to the queue it runs on, then blocks where the core cannot see (a latch)
+/// until that job ran: the job must not wait for this body. Records whether it ran in time.
+private let submitJobAndBlockBody: TaskBody = { context in
+    let probe = contextObject(context, as: JobProbe.self)
+    _ = op_queue_submit_job(op_queue_current(), openGateJob, context, OP_QOS_INHERIT)
+    if probe.gate.wait(for: 1, seconds: Limits.waitSeconds) { probe.ran.add(1, ordering: .releasing) }
+    probe.started.open()
+}
+
 @Suite(.serialized) struct JobAndIdleNoticeTests {
     @Test func jobsOnATrackingQueueAreNotListedNotCancelledAndNotHeldByBarriers() throws {
         let probe = JobProbe()
@@ -77,6 +91,28 @@ private let dropContext: TaskBody = { _ in }
         op_queue_set_suspended(queue, false)
         #expect(op_queue_wait(queue, Limits.waitNs) == 0)
         #expect(probe.ran.load(ordering: .acquiring) == 2, "cancel-all stopped a job")
+    }
+
+    /// A job a body pushes and then blocks on (outside the core's sight) runs on another worker,
+    /// on a queue of explicit width and on a default-width one, whether the body is a task or
+    /// itself a job (found by review: a job pushed alone into the worker's local run queue drew
+    /// no drainer, and on an explicit width nothing else came for it).
+    @Test(arguments: [(Int32(2), false), (Int32(2), true), (OP_WIDTH_DEFAULT, false), (OP_WIDTH_DEFAULT, true)])
+    func aJobABodyPushesAndBlocksOnIsNeverStranded(width: Int32, bodyIsJob: Bool) throws {
+        let queue = try makeQueue("job-then-block", width: width)
+        defer { op_queue_release(queue) }
+        for round in 0..<20 {
+            let probe = JobProbe()
+            let context = contextPointer(probe)
+            let rc = bodyIsJob ? op_queue_submit_job(queue, submitJobAndBlockBody, context, OP_QOS_INHERIT)
+                               : op_queue_submit_f(queue, submitJobAndBlockBody, context)
+            #expect(rc == 0)
+            #expect(probe.started.wait(for: 1, seconds: Limits.waitSeconds * 2), "round \(round): the body never returned")
+            #expect(probe.ran.load(ordering: .acquiring) == 1,
+                    "round \(round): the job its body pushed and blocked on never ran (width \(width), body is a job: \(bodyIsJob))")
+            if probe.ran.load(ordering: .acquiring) != 1 { break }
+        }
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
     }
 
     @Test func aJobRunsAtItsQoSAndBadArgumentsAreRefused() throws {

@@ -384,4 +384,15 @@ struct MisuseTests {
         }
         expectStandardError(result, contains: ["isolated to", "\"isolating-queue\"", "not on the queue"])
     }
+
+    @Test func addition_aQueueWithAnUnderlyingQueueAsAnActorsExecutorTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let queue = OperationQueue()
+            queue.name = "underlying-actor-queue"
+            queue.maxConcurrentOperationCount = 1
+            queue.underlyingQueue = DispatchQueue(label: "concurrent", attributes: .concurrent)
+            _ = queue.asUnownedSerialExecutor()
+        }
+        expectStandardError(result, contains: ["\"underlying-actor-queue\"", "serial executor", "underlyingQueue"])
+    }
 }

@@ -90,7 +90,7 @@ struct RanOn: Sendable, Equatable {
         let operation = BlockOperation { place.withLock { $0 = .here() } }
         queue.addOperation(operation)
         await completes("an operation after lifting") { await operation.waitUntilFinished() }
-        #expect(place.withLock { $0?.cpus.count } == 1, "a worker is pinned to one CPU")
+        #expect(place.withLock { $0 } != nil, "an operation of the unplaced queue did not run")
         try queue.setNUMANode(0)
         let nodeCPUs = try #require(queue.cpus)
         #expect(!nodeCPUs.isEmpty && nodeCPUs.isSubset(of: Set(OperationsRuntime.usableCPUs)))

@@ -226,9 +226,10 @@ int op_queue_submit_f(op_queue_t *queue, op_task_fn fn, void *context);
  *  op_queue_cancel_all, not held back by barriers (for executors: Swift's TaskExecutor jobs).
  *  It counts against the width, waits while the queue is suspended, counts as unfinished for
  *  op_queue_wait, and runs at `qos` (op_qos_t, or OP_QOS_INHERIT for the queue's) in the normal
- *  band. Submitted from a body of the same queue it stays on that worker (its local run queue)
+ *  band. Submitted from a job of the same queue it stays on that worker (its local run queue)
  *  and draws another worker only once a second one waits there: a task's next part is most
- *  often the one thing a job leaves behind. The caller frees `context`, in fn. Returns 0,
+ *  often the one thing a job leaves behind (if that job then blocks where the core cannot see,
+ *  the blocked-worker monitor draws a worker for it). The caller frees `context`, in fn. Returns 0,
  *  EINVAL (NULL, a bad qos) or ENOMEM. */
 int op_queue_submit_job(op_queue_t *queue, op_task_fn fn, void *context, int qos);
 
