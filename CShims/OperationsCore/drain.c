@@ -294,11 +294,7 @@ void op_drain_token(op_token *token) {
             op_drain_put_back(queue); /* while we still hold the slot */
             if (op_queue_shrink_slot(queue)) break;
         }
-        int qos = atomic_load_explicit(&queue->qos, memory_order_relaxed);
-        /* relaxed: a first look at the placement; op_queue_pool reads it with acquire. */
-        if (OP_UNLIKELY(qos != op_pool_qos(pool) ||
-                        atomic_load_explicit(&queue->placement, memory_order_relaxed) !=
-                            op_pool_placement(pool))) {
+        if (OP_UNLIKELY(!op_pool_serves(pool, queue))) {
             /* The queue moved to another class or was placed elsewhere: hand our slot to the
              * workers that run it now. */
             op_drain_leave_with_token(queue, op_queue_pool(queue), finished);

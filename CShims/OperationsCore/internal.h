@@ -420,6 +420,10 @@ op_pool *op_placement_pool(const op_placement *placement, op_qos_t qos);
 void op_placement_bind_current_thread(const op_placement *placement);
 /* The pool that runs `queue`'s tasks now: its placement's, or its class's default pool. */
 op_pool *op_queue_pool(op_queue_t *queue);
+/* Whether `pool` is (still) the pool that runs `queue`'s tasks: the queue's class and placement
+ * are the pool's. relaxed loads: a drainer's check between tasks; a stale answer is corrected
+ * at its next look, and op_queue_pool reads the placement with acquire. */
+bool op_pool_serves(const op_pool *pool, op_queue_t *queue);
 
 /* ---- worker_pool.c -------------------------------------------------------------------------- */
 

@@ -45,6 +45,11 @@ void op_placement_bind_current_thread(const op_placement *placement) {
     pthread_setaffinity_np(pthread_self(), sizeof placement->cpus, &placement->cpus);
 }
 
+bool op_pool_serves(const op_pool *pool, op_queue_t *queue) {
+    return atomic_load_explicit(&queue->qos, memory_order_relaxed) == op_pool_qos(pool) &&
+           atomic_load_explicit(&queue->placement, memory_order_relaxed) == op_pool_placement(pool);
+}
+
 op_pool *op_queue_pool(op_queue_t *queue) {
     op_qos_t qos = (op_qos_t)atomic_load_explicit(&queue->qos, memory_order_relaxed);
     /* acquire: pairs with the release store in op_queue_place (the placement is built). */

@@ -304,10 +304,7 @@ bool op_queue_push_local(op_queue_t *queue, op_task_t *task, bool job) {
     /* A queue moved to another class or placement while this body ran: what it releases goes
      * to the bands, where the queue's new workers look (they do not steal from this pool). */
     op_pool *pool = op_pool_current();
-    if (OP_UNLIKELY(!pool ||
-                    atomic_load_explicit(&queue->qos, memory_order_relaxed) != op_pool_qos(pool) ||
-                    atomic_load_explicit(&queue->placement, memory_order_relaxed) !=
-                        op_pool_placement(pool))) {
+    if (OP_UNLIKELY(!pool || !op_pool_serves(pool, queue))) {
         return false;
     }
     bool was_empty = op_local_run_queue_is_empty(drain->local);

@@ -38,10 +38,7 @@ extension OperationQueue {
     /// `qualityOfService`. A closure without `await` picks `addOperation(_:)` for synchronous
     /// blocks instead.
     public func addOperation(_ body: @escaping @Sendable () async -> Void) {
-        let operation = TaskOperation(body)
-        let qos = op_queue_qos(core)
-        if qos != OP_QOS_DEFAULT { _ = op_task_set_qos(operation.task, Int32(qos.rawValue)) }
-        addOperation(operation)
+        addOperationReportingQueueQoS(TaskOperation(body))
     }
 }
 

@@ -23,10 +23,7 @@ extension OperationQueue: TaskExecutor, SerialExecutor {
     /// `waitUntilAllOperationsAreFinished()` waits for those already enqueued. A queue with an
     /// `underlyingQueue` (`OperationQueue.main`) runs them on that dispatch queue.
     public func enqueue(_ job: consuming ExecutorJob) {
-        let qos = QualityOfService.coreQoS(forJobPriority: job.priority.rawValue)
-        let context = unsafeBitCast(UnownedJob(job), to: UnsafeMutableRawPointer.self)
-        let rc = op_queue_submit_job(core, runQueueJob, context, qos)
-        if rc != 0 { fatalError("Operations: \(self) could not enqueue a job (core error \(rc))") }
+        submitJob(job, to: core, running: runQueueJob)
     }
 
     /// The queue as an actor's executor: `nonisolated var unownedExecutor:
@@ -121,6 +118,19 @@ extension OperationQueue: TaskExecutor, SerialExecutor {
     }
 }
 
+/// Submits `job` to a core queue as an untracked task whose body is `run` and whose context is
+/// the job, at the QoS its priority maps to.
+private func submitJob(_ job: consuming ExecutorJob, to coreQueue: OpaquePointer,
+                       running run: @convention(c) (UnsafeMutableRawPointer?) -> Void) {
+    let qos = QualityOfService.coreQoS(forJobPriority: job.priority.rawValue)
+    let context = unsafeBitCast(UnownedJob(job), to: UnsafeMutableRawPointer.self)
+    let rc = op_queue_submit_job(coreQueue, run, context, qos)
+    if rc != 0 {
+        let label = op_queue_label(coreQueue).map { String(cString: $0) } ?? "an unnamed queue"
+        fatalError("Operations: a job could not be enqueued on \(label) (core error \(rc))")
+    }
+}
+
 /// The core task body of a job enqueued on an OperationQueue; its context is the job.
 let runQueueJob: @convention(c) (UnsafeMutableRawPointer?) -> Void = { context in
     let job = unsafeBitCast(context.unsafelyUnwrapped, to: UnownedJob.self)
@@ -173,11 +183,8 @@ final class OperationBodyExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     func enqueue(_ job: consuming ExecutorJob) {
-        let qos = QualityOfService.coreQoS(forJobPriority: job.priority.rawValue)
-        let context = unsafeBitCast(UnownedJob(job), to: UnsafeMutableRawPointer.self)
         guard let jobCore else { fatalError("Operations: a TaskOperation job came before its queue was prepared") }
-        let rc = op_queue_submit_job(jobCore, runOperationBodyJob, context, qos)
-        if rc != 0 { fatalError("Operations: a TaskOperation's job could not be enqueued (core error \(rc))") }
+        submitJob(job, to: jobCore, running: runOperationBodyJob)
     }
 
     deinit {

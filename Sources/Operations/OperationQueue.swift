@@ -101,7 +101,11 @@ open class OperationQueue: @unchecked Sendable {
 
     /// Adds a closure as a `BlockOperation` that reports the queue's `qualityOfService` (Q10).
     open func addOperation(_ block: @escaping @Sendable () -> Void) {
-        let operation = BlockOperation(block: block)
+        addOperationReportingQueueQoS(BlockOperation(block: block))
+    }
+
+    /// Adds an operation made for a closure, giving it the queue's QoS as its own (Q10).
+    func addOperationReportingQueueQoS(_ operation: Operation) {
         let qos = op_queue_qos(core)
         if qos != OP_QOS_DEFAULT { _ = op_task_set_qos(operation.task, Int32(qos.rawValue)) }
         addOperation(operation)
