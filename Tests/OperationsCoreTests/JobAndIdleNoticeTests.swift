@@ -3,6 +3,8 @@
 // queue is neither listed, cancelled nor held back by a barrier, but counts against the width,
 // waits while suspended and runs at its QoS; a notice runs once, at once on an idle queue, else
 // when the last task finishes, in registration order, also when registrations race with finishes.
+// The suites share the process with other sharing suites only: their bodies block workers, which
+// the suites that need a quiet process (WorkerPoolTests, QueueTests, NiceTests) must not meet.
 import Glibc
 import OperationsCore
 import Synchronization
@@ -59,7 +61,7 @@ private let submitJobAndBlockBody: TaskBody = { context in
     probe.started.open()
 }
 
-@Suite(.serialized) struct JobAndIdleNoticeTests {
+@Suite(.sharesProcess, .serialized) struct JobAndIdleNoticeTests {
     @Test func jobsOnATrackingQueueAreNotListedNotCancelledAndNotHeldByBarriers() throws {
         let probe = JobProbe()
         let queue = try makeQueue("tracking-with-jobs", width: 2)
@@ -173,7 +175,7 @@ private let submitJobAndBlockBody: TaskBody = { context in
 /// op_queue_set_cpus / op_queue_set_cpu_list / op_queue_set_numa_node / op_queue_cpus: the C
 /// API's answers (issue 16); where placed tasks run is checked through the Swift layer
 /// (PlacementTests).
-@Suite struct PlacementAPITests {
+@Suite(.sharesProcess) struct PlacementAPITests {
     @Test func placementCallsReturnTheirErrorsAndRefusalsChangeNothing() throws {
         let queue = try makeQueue("placed-c")
         defer { op_queue_release(queue) }
