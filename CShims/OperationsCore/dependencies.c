@@ -2,7 +2,7 @@
  * dependencies.c — the dependency graph: edges between tasks, readiness, holds, cancellation,
  * and what a task's finish releases (its dependents, its waiters). The graph calls down into the
  * queues (a task that becomes ready goes to its queue, queue.c); the queues call back into it
- * only through the hooks it installs when the program loads (op_graph_hooks, below).
+ * only through the table of hooks it defines (op_queue_graph, below).
  *
  * Readiness: `pending` counts unfinished dependencies plus OP_PENDING_HOLD until submission.
  * Whoever brings it to zero (submit, or the last dependency finishing, or removing the last
@@ -25,11 +25,9 @@
 
 #include <errno.h>
 
-static void op_task_ready_now(op_task_t *task, bool dispatch) {
-    /* acq_rel: exactly one caller wins the QUEUED bit; it must see the queue pointer stored
-     * before SUBMITTED (acquire) and publish the task's state to the worker (release). */
-    uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_QUEUED, memory_order_acq_rel);
-    if (old & (OP_STATE_QUEUED | OP_STATE_FINISHED)) return;
+/* Puts a task that won QUEUED (`old` is the word before) into its queue's bands, or hands it to
+ * the drainer on this thread. */
+static void op_task_enqueue(op_task_t *task, uint32_t old, bool dispatch) {
     op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_acquire);
     if (!dispatch) {
         /* submit: the caller holds a handle on the queue and dispatches itself. */
@@ -51,6 +49,14 @@ static void op_task_ready_now(op_task_t *task, bool dispatch) {
     if (!pinned) op_queue_busy_add(queue, 1);
     op_queue_push_ready(queue, task);
     op_queue_dispatch_sub(queue, 1, pinned ? 0 : 1);
+}
+
+static void op_task_ready_now(op_task_t *task, bool dispatch) {
+    /* acq_rel: exactly one caller wins the QUEUED bit; it must see the queue pointer stored
+     * before SUBMITTED (acquire) and publish the task's state to the worker (release). */
+    uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_QUEUED, memory_order_acq_rel);
+    if (old & (OP_STATE_QUEUED | OP_STATE_FINISHED)) return;
+    op_task_enqueue(task, old, dispatch);
 }
 
 /* Drops the dependency count; the caller that brings it to zero makes the task ready. */
@@ -284,11 +290,24 @@ int op_task_complete(op_task_t *task) {
             return 0;
         }
     }
-    if (!(task->flags & OP_TASK_MANUAL_COMPLETION) || !(state & OP_STATE_RUNNING)) return EBUSY;
+    if (!(task->flags & OP_TASK_MANUAL_COMPLETION)) return EBUSY;
     op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_acquire);
+    /* acq_rel: FINISHED and the worker's RUNNING (drain.c) are read-modify-writes of one word,
+     * so exactly one of the two comes first: a worker that takes the task after this retires it
+     * without its body, and one that took it before runs the body and settles as usual. */
     uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_FINISHED, memory_order_acq_rel);
     if (old & OP_STATE_FINISHED) return EALREADY;
     op_task_finish_claimed(task, old | OP_STATE_FINISHED);
+    if (!(old & OP_STATE_RUNNING)) {
+        /* Finished before its queue started it (an asynchronous operation that finished itself
+         * while queued, or while a dependency still held it). Its queue retires it when it
+         * reaches it, as a cancelled task: that gives back its busy unit and the queue's
+         * reference and starts what waits behind it. One still held (not QUEUED) is made ready
+         * for that now: nothing else will, since a finished task never becomes ready. */
+        uint32_t was = atomic_fetch_or_explicit(&task->state, OP_STATE_QUEUED, memory_order_acq_rel);
+        if (!(was & OP_STATE_QUEUED)) op_task_enqueue(task, was, true);
+        return 0;
+    }
     /* Second of the two (body returned, completed) settles the queue: the worker handed the
      * slot to the task when its body returned first. */
     if (old & OP_STATE_BODY_DONE) {
@@ -343,8 +362,8 @@ int op_task_wait(op_task_t *task, int64_t timeout_ns) {
 }
 
 /* The queue layer's way back up into the graph (drain.c runs and finishes tasks, registry.c
- * makes barriers depend on tasks and cancels them). Installed before main() runs, so no task can
- * reach a queue first. */
+ * makes barriers depend on tasks and cancels them). Filled at compile time, so it is set before
+ * any task can reach a queue, in a shared library and in a static archive alike (see internal.h). */
 static const op_graph_hooks op_graph_hooks_table = {
     .finish = op_task_finish,
     .settle_deferred = op_task_settle_deferred,
@@ -352,6 +371,4 @@ static const op_graph_hooks op_graph_hooks_table = {
     .cancel = op_task_cancel,
 };
 
-__attribute__((constructor)) static void op_graph_install(void) {
-    op_queue_install_graph(&op_graph_hooks_table);
-}
+const op_graph_hooks *const op_queue_graph = &op_graph_hooks_table;

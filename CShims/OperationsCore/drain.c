@@ -24,7 +24,7 @@
  * re-checks, Dekker with the submitters).
  *
  * Busy accounting stays on the worker while it drains: finished tasks are subtracted from the
- * queue's `busy` once, when it leaves, and submits from its bodies to the same queue take units
+ * queue's `busy` in batches of OP_FINISH_BATCH and when it leaves, and submits from its bodies to the same queue take units
  * from a credit it takes ahead in chunks (op_drain_busy_add_one) instead of adding one each.
  * Everything the worker held (the hand-off, its local run queue) goes back to the queue before
  * its slot does, so no task waits for a worker that left.
@@ -38,14 +38,18 @@
                                before giving its slot back (saves a slot + token round trip) */
 #define OP_DRAIN_BUDGET 256 /* tasks run per token before other queues get a turn */
 #define OP_CREDIT_CHUNK 16  /* busy units a drainer takes at once for its bodies' submits */
+#define OP_FINISH_BATCH 32  /* finishes a drainer counts before it publishes them to `busy`: a
+                               queue that never runs dry still releases what finished (its
+                               registry compacts on the publishing thread) and reports a true
+                               op_queue_unfinished */
 
 _Thread_local op_drain op_tls_drain;
 
-void op_drain_busy_add_one(op_queue_t *queue) {
+bool op_drain_busy_add_one(op_queue_t *queue) {
     op_drain *drain = &op_tls_drain;
     if (drain->queue != queue) {
         op_queue_busy_add(queue, 1);
-        return;
+        return false;
     }
     if (drain->credit == 0) {
         /* The drainer's slot keeps busy above zero, so this add never takes the queue from idle
@@ -54,6 +58,15 @@ void op_drain_busy_add_one(op_queue_t *queue) {
         drain->credit = OP_CREDIT_CHUNK;
     }
     drain->credit--;
+    return true;
+}
+
+void op_drain_busy_return_one(op_queue_t *queue, bool from_credit) {
+    if (from_credit && op_tls_drain.queue == queue) {
+        op_tls_drain.credit++;
+    } else {
+        op_queue_busy_sub(queue, 1);
+    }
 }
 
 bool op_drain_flush_local(void) {
@@ -228,6 +241,12 @@ static int op_task_wanted_nice(const op_task_t *task, op_queue_t *queue) {
 static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_t *task) {
     /* acquire: pairs with the releases that made the task ready (dependencies' finish). */
     uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_RUNNING, memory_order_acq_rel);
+    if (OP_UNLIKELY(old & OP_STATE_FINISHED)) {
+        /* Completed before we took it (op_task_complete on a queued manual-completion task):
+         * already finished, only retired here. */
+        op_worker_count_task();
+        return OP_RAN_FINISHED;
+    }
     if ((old & OP_STATE_CANCELLED) && !(task->flags & OP_TASK_RUN_WHEN_CANCELLED)) {
         op_worker_count_task();
         op_tls_drain.hand_off_allowed = true; /* cleared by the finish */
@@ -258,6 +277,18 @@ static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_
         return OP_RAN_DEFERRED;
     }
     if (task->flags & OP_TASK_MANUAL_COMPLETION) {
+        /* Once BODY_DONE is set, op_task_complete on another thread may give back the task's
+         * unit and its slot at once, and if the queue's last handle is gone, free the queue
+         * while we still put back what we hold and settle (the hand-off below). So we hold a
+         * busy unit of our own across it, as credit (given back when we leave). Not needed
+         * when the body completed it already (the common case: a plain BlockOperation): then
+         * the completion did not touch the queue. relaxed: our own RUNNING RMW ordered it. */
+        op_drain *drain = &op_tls_drain;
+        if (!(atomic_load_explicit(&task->state, memory_order_relaxed) & OP_STATE_FINISHED) &&
+            drain->credit == 0) {
+            op_queue_busy_add(queue, OP_CREDIT_CHUNK);
+            drain->credit = OP_CREDIT_CHUNK;
+        }
         /* acq_rel: the handshake with op_task_complete; the second of the two settles the
          * queue slot. If completion came first, we settle it like any finished task. */
         uint32_t after = atomic_fetch_or_explicit(&task->state, OP_STATE_BODY_DONE,
@@ -347,6 +378,11 @@ void op_drain_token(op_token *token) {
         }
         finished++;
         op_task_release(task); /* the queue's reference */
+        if (OP_UNLIKELY(finished >= OP_FINISH_BATCH)) {
+            /* Our slot's unit keeps busy above zero: this never takes the queue idle. */
+            op_queue_busy_sub(queue, finished);
+            finished = 0;
+        }
         if (--budget == 0) {
             budget = OP_DRAIN_BUDGET;
             if (op_pool_has_tokens(pool)) {

@@ -59,6 +59,9 @@ void op_fifo_destroy(op_fifo *fifo);
 void op_fifo_push(op_fifo *fifo, void *item);
 void *op_fifo_pop(op_fifo *fifo);
 bool op_fifo_maybe_nonempty(const op_fifo *fifo);
+/* About how many items the fifo holds, at most `limit` (reserved cells count; a snapshot that
+ * reads the producers' line: for sizing a burst of claims, not for the hot path). */
+uint64_t op_fifo_count_hint(const op_fifo *fifo, uint64_t limit);
 
 struct op_ready_queue {
     op_fifo bands[OP_PRIORITY_COUNT];
@@ -67,6 +70,8 @@ void op_ready_queue_init(op_ready_queue_t *queue, uint32_t initial_capacity);
 void op_ready_queue_deinit(op_ready_queue_t *queue);
 /* True when a band from `band` up may hold an item; a hint, like op_fifo_maybe_nonempty. */
 bool op_ready_queue_maybe_nonempty_from(const op_ready_queue_t *queue, op_priority_t band);
+/* About how many entries the bands hold, at most `limit` (stale re-band entries count too). */
+uint64_t op_ready_queue_count_hint(const op_ready_queue_t *queue, uint64_t limit);
 
 /* ---- parking.c ------------------------------------------------------------------------------ */
 
@@ -241,6 +246,10 @@ struct op_queue {
      * drainers that ran dry and look for more before giving their slot back (OP_SLOTS_*). */
     alignas(OP_CACHE_LINE) _Atomic uint64_t slots;
     _Atomic int32_t width;                           /* as set; OP_WIDTH_DEFAULT allowed */
+    /* The pool counting this queue as one whose work waits behind its width (a default-width
+     * queue whose running tasks may all be blocked where the core cannot see), or NULL; see
+     * op_queue_note_waiting_at_width. On the `slots` line, which a dispatch reads anyway. */
+    op_pool *_Atomic waits_at_width;
     _Atomic uint32_t bands_used; /* bit per band that ever held a task in `ready`; set once */
     _Atomic bool suspended;
     _Atomic int32_t qos;
@@ -363,8 +372,11 @@ static inline op_queue_t *op_queue_of_token(op_token *token) {
 void op_queue_will_block(void);
 void op_queue_did_unblock(void);
 
-/* The queue layer's calls back up into the dependency graph, installed by dependencies.c when
- * the program loads (before any task can reach a queue). */
+/* The queue layer's calls back up into the dependency graph: a table defined and filled by
+ * dependencies.c at compile time (no constructor: a static archive drops an object file whose
+ * only way in is a constructor, and a program linked against liboperations_core.a then crashed on
+ * its first task). drain.c and registry.c read `op_queue_graph`, so linking them pulls in
+ * dependencies.o. */
 typedef struct op_graph_hooks {
     /* Marks the task finished, runs on_finish, releases dependents, wakes waiters; false when
      * it was already finished (see op_task_finish). */
@@ -374,9 +386,8 @@ typedef struct op_graph_hooks {
     int (*add_dependency)(op_task_t *task, op_task_t *dependency); /* barriers */
     void (*cancel)(op_task_t *task);                                 /* cancel-all */
 } op_graph_hooks;
-void op_queue_install_graph(const op_graph_hooks *hooks);
-/* The installed hooks (read by drain.c and registry.c). */
-extern const op_graph_hooks *op_queue_graph;
+/* The hooks (read by drain.c and registry.c). */
+extern const op_graph_hooks *const op_queue_graph;
 
 /* ---- drain.c -------------------------------------------------------------------------------- */
 
@@ -404,8 +415,10 @@ void op_drain_token(op_token *token);
  * dispatches if no drainer may be coming for it. */
 bool op_drain_flush_local(void);
 /* Takes one busy unit for a task submitted to `queue`: from the calling drainer's credit when it
- * drains `queue`, else from the queue's counter. */
-void op_drain_busy_add_one(op_queue_t *queue);
+ * drains `queue` (returns true), else from the queue's counter (false). */
+bool op_drain_busy_add_one(op_queue_t *queue);
+/* Gives back a unit op_drain_busy_add_one took (`from_credit`: what it returned). */
+void op_drain_busy_return_one(op_queue_t *queue, bool from_credit);
 
 /* ---- placement.c ---------------------------------------------------------------------------- */
 
@@ -449,6 +462,10 @@ op_local_run_queue *op_worker_local_run_queue(void);
 void *op_pool_steal(op_pool *pool, op_local_run_queue *thief, const void *tag);
 /* True when some worker's local run queue may hold a task of the queue `tag` stands for. */
 bool op_pool_local_work(op_pool *pool, const void *tag);
+/* A queue of the pool has work waiting behind its width (+1), or no longer (-1): while any has,
+ * the blocked-worker monitor looks at the pool's workers as it does while tokens wait (a task
+ * asleep in its body may hold the slot that work needs). +1 wakes the monitor. */
+void op_pool_count_queue_waiting_at_width(op_pool *pool, int delta);
 
 /* What a worker or spare (the calling thread) offers the code that runs tasks on it: */
 /* Before a task runs: the class's current nice value is applied; returns the nice it runs at. */

@@ -39,10 +39,6 @@
 
 _Thread_local op_queue_t *op_tls_queue = NULL;
 
-const op_graph_hooks *op_queue_graph = NULL;
-
-void op_queue_install_graph(const op_graph_hooks *hooks) { op_queue_graph = hooks; }
-
 static bool op_queue_token_lend_slot(op_token *token);
 static void op_queue_token_take_back_slot(op_token *token) {
     op_queue_take_back_slot(op_queue_of_token(token));
@@ -68,6 +64,7 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     atomic_init(&queue->busy, 0);
     atomic_init(&queue->slots, 0);
     atomic_init(&queue->width, width);
+    atomic_init(&queue->waits_at_width, NULL);
     atomic_init(&queue->bands_used, 0);
     atomic_init(&queue->suspended, false);
     atomic_init(&queue->qos, (int32_t)qos);
@@ -135,6 +132,8 @@ int op_queue_effective_width(op_queue_t *queue) {
     return width < 0 ? queue->default_width : width;
 }
 
+static void op_queue_clear_waiting_at_width(op_queue_t *queue);
+
 void op_queue_busy_add(op_queue_t *queue, uint64_t count) {
     /* seq_cst: ordered before the waiter's registration check in op_queue_wait. */
     uint64_t before = atomic_fetch_add_explicit(&queue->busy, count, memory_order_seq_cst);
@@ -163,6 +162,7 @@ void op_queue_busy_sub(op_queue_t *queue, uint64_t count) {
         return;
     }
     if (compact) op_queue_release(queue); /* the idle path below compacts anyway */
+    op_queue_clear_waiting_at_width(queue); /* idle: nothing waits (our busy reference holds it) */
     if (queue->tracking) op_registry_compact_if_idle(queue); /* release finished contexts */
     if (atomic_load_explicit(&queue->idle_waiters, memory_order_seq_cst) != 0) {
         op_queue_wake_idle_waiters(queue);
@@ -200,10 +200,56 @@ static bool op_queue_claim_slot(op_queue_t *queue, uint64_t word, bool yield_to_
     }
 }
 
+/* A default-width queue's task that blocks where the core cannot see (a semaphore, a pipe, a
+ * sleep) keeps its slot, and with one slot per CPU, as many such bodies as CPUs leave nothing for
+ * the work that would unblock them. The monitor finds such bodies only where it looks: pools with
+ * waiting tokens or local work, and pools counting a queue whose work waits behind its width.
+ * A dispatch that could not claim a slot because the queue is at its width marks the queue here
+ * (once, until it is cleared): the monitor then watches the pool's workers, and one asleep in a
+ * task of this queue for a whole tick gets its slot lent and a spare to run the waiting work.
+ * Queues of explicit width lend nothing (their width is a limit the caller chose), so they are
+ * not marked. */
+static void op_queue_note_waiting_at_width(op_queue_t *queue) {
+    /* relaxed: the common case on a busy queue is "already marked"; the CAS decides. */
+    if (atomic_load_explicit(&queue->waits_at_width, memory_order_relaxed)) return;
+    if (atomic_load_explicit(&queue->width, memory_order_relaxed) >= 0) return;
+    if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) return;
+    uint64_t word = atomic_load_explicit(&queue->slots, memory_order_relaxed);
+    if (op_slots_idle(word) != 0 || op_slots_running(word) < op_queue_effective_width(queue)) return;
+    if (!op_queue_has_ready(queue)) return;
+    op_pool *pool = op_queue_pool(queue);
+    op_pool *expected = NULL;
+    /* acq_rel: one marker counts the queue in one pool, and the clearing exchange returns that
+     * pool to whoever uncounts it. */
+    if (atomic_compare_exchange_strong_explicit(&queue->waits_at_width, &expected, pool,
+                                                memory_order_acq_rel, memory_order_relaxed)) {
+        op_pool_count_queue_waiting_at_width(pool, +1);
+    }
+}
+
+/* The queue gives a slot back or goes idle: its work no longer waits behind its width (if some
+ * does after all, the next dispatch that finds it at its width marks it again). */
+static void op_queue_clear_waiting_at_width(op_queue_t *queue) {
+    /* relaxed first look: one load on the path of every drainer that leaves. */
+    if (OP_LIKELY(!atomic_load_explicit(&queue->waits_at_width, memory_order_relaxed))) return;
+    /* acq_rel: pairs with the marking CAS; exactly one clearer uncounts. */
+    op_pool *pool = atomic_exchange_explicit(&queue->waits_at_width, NULL, memory_order_acq_rel);
+    if (pool) op_pool_count_queue_waiting_at_width(pool, -1);
+}
+
 void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub) {
     /* seq_cst: the caller's push into the bands is ordered before our read of `slots` and
      * `suspended` (Dekker with op_queue_release_slot). */
     atomic_thread_fence(memory_order_seq_cst);
+    if (max_tokens > 1) {
+        /* A burst (a resume, a wider width, a batch) claims no more slots than tasks wait: a
+         * width of INT_MAX, or 256 CPUs, with one task waiting hands out one token, not one per
+         * unit of width. At least one, for an entry still being published; drainers that find
+         * more behind the one they take draw the rest (op_queue_ramp_up). relaxed: a size hint. */
+        uint64_t waiting = atomic_load_explicit(&queue->stashed, memory_order_relaxed) +
+                           op_ready_queue_count_hint(&queue->ready, (uint64_t)max_tokens);
+        if (waiting < (uint64_t)max_tokens) max_tokens = waiting > 0 ? (int)waiting : 1;
+    }
     int claimed = 0;
     /* An idle drainer takes the work (it looks at the bands after marking itself idle).
      * relaxed loads: the fence above orders them; each claim is the helper's seq_cst CAS. */
@@ -213,6 +259,7 @@ void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub) {
         claimed++;
     }
     if (claimed == 0) {
+        op_queue_note_waiting_at_width(queue); /* while our units or the caller's keep it alive */
         op_queue_busy_sub(queue, sub);
         return;
     }
@@ -402,6 +449,10 @@ void op_queue_stash(op_queue_t *queue, op_task_t *task) {
 }
 
 bool op_queue_release_slot(op_queue_t *queue, bool idle) {
+    /* Before the slot goes: whatever waits is found by the re-check below or by the claims of
+     * the submitters that see the free slot; one that still finds the queue at its width marks
+     * it again. */
+    op_queue_clear_waiting_at_width(queue);
     /* seq_cst: giving the slot back, then re-reading the bands and the local run queues, is our
      * half of the Dekker pair with producers (push, fence, read slots). */
     uint64_t mark = 1 + (idle ? OP_SLOTS_IDLE_ONE : 0);
@@ -488,20 +539,30 @@ int op_queue_submit_one(op_queue_t *queue, op_task_t *task, bool allow_local, bo
                                                  memory_order_acq_rel, memory_order_relaxed)) {
         return EBUSY;
     }
+    /* Everything the queue holds for the task is taken *before* SUBMITTED is published: from
+     * that moment a cancel (op_task_cancel) or an early completion may make the task ready and a
+     * worker may run it, finish it and drop the queue's reference and busy unit at once. The
+     * queue's reference, dropped when the task finished, and for a tracking queue the
+     * registry's, dropped by the compaction that unlinks it: one step. relaxed, as any retain
+     * (the caller holds a reference). */
+    uint32_t refs = queue->tracking ? 2 : 1;
+    atomic_fetch_add_explicit(&task->refs, refs, memory_order_relaxed);
+    bool from_credit = op_drain_busy_add_one(queue);
     uint32_t state = atomic_load_explicit(&task->state, memory_order_acquire);
     do {
         if (state & OP_STATE_FINISHED) {
+            /* Completed by hand before it was submitted: give back what we took. The caller
+             * still holds a reference, so the task lives on. */
+            atomic_fetch_sub_explicit(&task->refs, refs, memory_order_relaxed);
+            op_drain_busy_return_one(queue, from_credit);
             atomic_store_explicit(&task->queue, NULL, memory_order_relaxed);
             return EBUSY;
         }
-        /* acq_rel: one of submit and cancel sees the other's bit (both fetch-or the word). */
+        /* acq_rel: one of submit and cancel sees the other's bit (both read-modify-write the
+         * word); our release publishes the references taken above to whoever acts on SUBMITTED. */
     } while (!atomic_compare_exchange_weak_explicit(&task->state, &state,
                                                     state | OP_STATE_SUBMITTED,
                                                     memory_order_acq_rel, memory_order_acquire));
-    /* The queue's reference, dropped when the task finished, and for a tracking queue the
-     * registry's, dropped by the compaction that unlinks it: one step. relaxed, as any retain. */
-    atomic_fetch_add_explicit(&task->refs, queue->tracking ? 2 : 1, memory_order_relaxed);
-    op_drain_busy_add_one(queue);
     if (queue->tracking) op_registry_add(queue, task); /* may add a barrier dependency */
     /* acq_rel: drop the submission hold; reaching zero means no dependency is left. */
     uint32_t before = atomic_fetch_sub_explicit(&task->pending, OP_PENDING_HOLD,
@@ -558,7 +619,10 @@ int op_queue_submit_batch(op_queue_t *queue, op_task_t *const *tasks, size_t cou
         rc = op_queue_submit_one(queue, tasks[i], false, &pushed_shared);
         if (rc != 0) break; /* lost a race with another submitter of the same task */
     }
-    if (pushed_shared) op_queue_dispatch_sub(queue, op_queue_effective_width(queue), 0);
+    if (pushed_shared) {
+        int width = op_queue_effective_width(queue);
+        op_queue_dispatch_sub(queue, (size_t)width < count ? width : (int)count, 0);
+    }
     return rc;
 }
 

@@ -206,6 +206,23 @@ bool op_fifo_maybe_nonempty(const op_fifo *fifo) {
     return (int64_t)(seq - (deq + 1)) >= 0;
 }
 
+uint64_t op_fifo_count_hint(const op_fifo *fifo, uint64_t limit) {
+    /* relaxed: a snapshot for sizing a burst of claims, never for correctness; the rings from
+     * head to tail were published with release and are never freed while the fifo lives. */
+    op_ring *ring = atomic_load_explicit(&((op_fifo *)fifo)->head, memory_order_acquire);
+    op_ring *tail = atomic_load_explicit(&((op_fifo *)fifo)->tail, memory_order_acquire);
+    uint64_t count = 0;
+    while (ring && count < limit) {
+        uint64_t enq = atomic_load_explicit(&ring->enqueue_pos, memory_order_relaxed) &
+                       ~OP_RING_CLOSED;
+        uint64_t deq = atomic_load_explicit(&ring->dequeue_pos, memory_order_relaxed);
+        if (enq > deq) count += enq - deq;
+        if (ring == tail) break;
+        ring = atomic_load_explicit(&ring->next, memory_order_acquire);
+    }
+    return count < limit ? count : limit;
+}
+
 /* ---- five bands ------------------------------------------------------------------------------ */
 
 void op_ready_queue_init(op_ready_queue_t *queue, uint32_t initial_capacity) {
@@ -257,4 +274,12 @@ bool op_ready_queue_maybe_nonempty(const op_ready_queue_t *queue) {
         if (op_fifo_maybe_nonempty(&queue->bands[band])) return true;
     }
     return false;
+}
+
+uint64_t op_ready_queue_count_hint(const op_ready_queue_t *queue, uint64_t limit) {
+    uint64_t count = 0;
+    for (int band = OP_PRIORITY_COUNT - 1; band >= 0 && count < limit; band--) {
+        count += op_fifo_count_hint(&queue->bands[band], limit - count);
+    }
+    return count;
 }

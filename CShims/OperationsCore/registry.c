@@ -87,18 +87,43 @@ static op_task_t *op_registry_compact_locked(op_queue_t *queue) {
     return removed;
 }
 
+/* A batch of releases running on this thread (op_registry_release_removed): what of `queue`'s
+ * `releasing` count is this thread's own. A release may run user code (a deinit) that waits for
+ * the queue, and op_registry_compact_now must not wait for the release it is called from. */
+typedef struct op_release_batch {
+    op_queue_t *queue;
+    uint64_t left; /* this batch's units still counted in queue->releasing */
+    struct op_release_batch *outer;
+} op_release_batch;
+static _Thread_local op_release_batch *op_tls_release_batches;
+
+/* The units of queue->releasing that belong to batches running on this thread. */
+static uint64_t op_registry_releasing_here(op_queue_t *queue) {
+    uint64_t here = 0;
+    for (op_release_batch *batch = op_tls_release_batches; batch; batch = batch->outer) {
+        if (batch->queue == queue) here += batch->left;
+    }
+    return here;
+}
+
 /* Releases what compaction removed: each context (release_context), then the registry's
  * reference on the task. Called without the registry lock. */
 static void op_registry_release_removed(op_queue_t *queue, op_task_t *removed) {
+    if (!removed) return;
+    op_release_batch batch = {.queue = queue, .left = 0, .outer = op_tls_release_batches};
+    for (op_task_t *task = removed; task; task = task->registry_next) batch.left++;
+    op_tls_release_batches = &batch;
     op_task_fn release = queue->release_context;
     while (removed) {
         op_task_t *next = removed->registry_next;
         if (release) release(op_task_user_context(removed));
         op_task_release(removed);
+        batch.left--;
         /* release: a waiter that sees the count drop sees the context released. */
         atomic_fetch_sub_explicit(&queue->releasing, 1, memory_order_release);
         removed = next;
     }
+    op_tls_release_batches = batch.outer;
 }
 
 /* Drops the registry lock, first honouring compaction requests that arrived while it was
@@ -136,9 +161,12 @@ void op_registry_compact_now(op_queue_t *queue) {
     pthread_mutex_lock(&queue->registry_lock);
     op_registry_unlock(queue, op_registry_compact_locked(queue));
     /* Another thread may still be releasing what it removed before we took the lock. Each
-     * release is short; wait for them so every finished context is released on return. */
+     * release is short; wait for them so every finished context is released on return. Not for
+     * the releases of this very thread: we may be inside one (a deinit that waits for its own
+     * queue), and they cannot end before we return. */
+    uint64_t here = op_registry_releasing_here(queue);
     int64_t start = op_now_ns();
-    while (atomic_load_explicit(&queue->releasing, memory_order_acquire) != 0) {
+    while (atomic_load_explicit(&queue->releasing, memory_order_acquire) > here) {
         op_spin_pause(op_now_ns() - start);
     }
 }
@@ -176,12 +204,14 @@ bool op_registry_compaction_due(op_queue_t *queue, uint64_t finished) {
     op_tls_finishes += (uint32_t)finished;
     if (op_tls_finishes < OP_REGISTRY_CHECK_EVERY) return false;
     op_tls_finishes = 0;
-    /* relaxed: heuristic counts; no data is published through these. Finished tasks left in
-     * the list at least twice the kept ones keeps compaction O(1) per task. */
+    /* relaxed: heuristic counts; no data is published through these. A compaction walks the
+     * kept tasks and the finished ones: waiting for as many finishes as tasks were kept keeps it
+     * O(1) per task (two visits at most) and holds at most about as many finished tasks (and
+     * what their contexts keep alive) as the queue holds unfinished ones, plus 256. */
     uint64_t finishes = atomic_fetch_add_explicit(&queue->registry_finishes,
                                                   OP_REGISTRY_CHECK_EVERY, memory_order_relaxed) +
                         OP_REGISTRY_CHECK_EVERY;
-    uint64_t threshold = 2 * atomic_load_explicit(&queue->registry_kept, memory_order_relaxed);
+    uint64_t threshold = atomic_load_explicit(&queue->registry_kept, memory_order_relaxed);
     if (threshold < OP_REGISTRY_MIN_COMPACT) threshold = OP_REGISTRY_MIN_COMPACT;
     uint64_t since = finishes - atomic_load_explicit(&queue->registry_finishes_at_compaction,
                                                      memory_order_relaxed);

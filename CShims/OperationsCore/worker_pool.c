@@ -119,6 +119,7 @@ struct op_pool {
     alignas(OP_CACHE_LINE) _Atomic int started;
     op_worker *workers;
     alignas(OP_CACHE_LINE) _Atomic uint64_t balance; /* see OP_BALANCE_* */
+    _Atomic int32_t queues_waiting_at_width; /* op_pool_count_queue_waiting_at_width */
     _Atomic int spares_peak;
     _Atomic int spare_serial;
     pthread_mutex_t spares_lock; /* guards spares: spares come and go, the monitor walks them */
@@ -371,8 +372,25 @@ static bool op_pool_holds_local_work(op_pool *pool) {
 
 /* The monitor's tick: for each pool whose tokens (or local run queues' tasks) wait, look at its
  * workers and spares. */
+void op_pool_count_queue_waiting_at_width(op_pool *pool, int delta) {
+    /* relaxed: a count the monitor reads at its next tick; the wake-up below orders the first. */
+    int32_t before = atomic_fetch_add_explicit(&pool->queues_waiting_at_width, delta,
+                                               memory_order_relaxed);
+    if (delta > 0 && before == 0) {
+        /* seq_cst fence: Dekker with the monitor going to sleep (it publishes ASLEEP, fences,
+         * then ticks once more), as a token push does. */
+        atomic_thread_fence(memory_order_seq_cst);
+        op_monitor_poke();
+    }
+}
+
 static bool op_pool_monitor_look(op_pool *pool) {
-    if (!pool || (!op_pool_has_tokens(pool) && !op_pool_holds_local_work(pool))) return false;
+    if (!pool) return false;
+    /* relaxed: a count; a queue marked after this look wakes the monitor again. */
+    if (!op_pool_has_tokens(pool) && !op_pool_holds_local_work(pool) &&
+        atomic_load_explicit(&pool->queues_waiting_at_width, memory_order_relaxed) <= 0) {
+        return false;
+    }
     for (int i = 0; i < pool->size; i++) op_pool_look_at(pool, &pool->workers[i]);
     pthread_mutex_lock(&pool->spares_lock);
     for (op_worker *spare = pool->spares; spare; spare = spare->next_spare) {
@@ -578,6 +596,7 @@ static op_pool *op_pool_create(int qos, const op_placement *placement) {
     atomic_init(&pool->searching, 0);
     atomic_init(&pool->started, 0);
     atomic_init(&pool->balance, 0);
+    atomic_init(&pool->queues_waiting_at_width, 0);
     atomic_init(&pool->spares_peak, 0);
     atomic_init(&pool->spare_serial, 0);
     pthread_mutex_init(&pool->spares_lock, NULL);

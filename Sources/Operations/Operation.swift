@@ -425,6 +425,12 @@ open class Operation: @unchecked Sendable {
             }
             block?()
         }
+        if old & (State.enqueued | State.started) == State.enqueued {
+            Operation.warnFinishedBeforeStarted(self)
+        }
+        // On a queued operation that has not started (an asynchronous operation that finished
+        // itself, say from an overridden cancel()) the core finishes the task at once and its
+        // queue retires it without calling start(), as Apple's queue does.
         op_task_complete(task)
         // After the core task finished: a dependent or async waiter that registers from now on
         // sees the mark (and re-checks its own readiness, or returns); one that registered
@@ -432,6 +438,19 @@ open class Operation: @unchecked Sendable {
         let closing = state.bitwiseOr(State.dependentsClosed, ordering: .acquiringAndReleasing).oldValue
         if closing & State.hasFinishWaiters != 0 { resumeFinishWaiters() }
         if closing & State.hasDependents != 0 { announceReadinessOfDependents() }
+    }
+
+    /// Whether the warning of `warnFinishedBeforeStarted` was printed (once per process).
+    private static let warnedFinishedBeforeStarted = Atomic<Bool>(false)
+
+    /// Apple's queue logs "went isFinished=YES without being started by the queue it is in" and
+    /// goes on; we say the same, once per process, and go on: the queue retires the operation
+    /// without calling start(), its dependents start and its slot is never taken.
+    static func warnFinishedBeforeStarted(_ operation: Operation) {
+        // relaxed: only decides which caller prints.
+        if warnedFinishedBeforeStarted.exchange(true, ordering: .relaxed) { return }
+        let message = "Operations: \(operation) finished before its queue started it (isFinished became true while it waited in the queue); the queue retires it without calling start(). Finish an asynchronous operation only after start() ran: from start(), or from cancel() only once it is executing. (Said once per process.)\n"
+        message.withCString { text in _ = Glibc.write(2, text, strlen(text)) }
     }
 
     /// Called by the core task's body on a worker: the queue starts the operation.

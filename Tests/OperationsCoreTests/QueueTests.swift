@@ -539,25 +539,61 @@ struct QueueTests {
         #expect(next.ran.load(ordering: .relaxed) == 1)
     }
 
-    @Test func completeRejectsQueuedTasks() throws {
-        let queue = try makeQueue("complete-busy")
+    /// A plain task that is queued cannot be completed by hand; a manual-completion task that is
+    /// queued is finished at once and retired by its queue without its body (an asynchronous
+    /// operation that finished itself before its queue started it: the queue goes on).
+    @Test func completeFinishesQueuedManualTaskWithoutItsBody() throws {
+        let queue = try makeQueue("complete-queued", width: 1)
         defer { op_queue_release(queue) }
         op_queue_set_suspended(queue, true)
+        let counters = Counters()
         let plain = try makeTask(emptyBody, nil)
-        let manual = try makeTask(emptyBody, nil, flags: UInt32(OP_TASK_MANUAL_COMPLETION))
-        defer { op_task_release(plain); op_task_release(manual) }
+        let manual = try makeTask(countRun, contextPointer(counters), flags: UInt32(OP_TASK_MANUAL_COMPLETION))
+        let after = try makeTask(emptyBody, nil)
+        defer { [plain, manual, after].forEach { op_task_release($0) } }
         #expect(op_queue_submit(queue, plain) == 0)
         #expect(op_queue_submit(queue, manual) == 0)
+        #expect(op_queue_submit(queue, after) == 0)
         #expect(op_task_complete(plain) == EBUSY, "completed a queued task")
-        #expect(op_task_complete(manual) == EBUSY, "completed a queued manual task before its body ran")
+        #expect(op_task_complete(manual) == 0, "a queued manual task is completed at once")
+        #expect(op_task_is_finished(manual))
+        #expect(op_task_complete(manual) == EALREADY)
         #expect(op_task_complete(nil) == EINVAL)
         op_queue_set_suspended(queue, false)
         expectFinished(plain, "plain task")
-        // The manual one's body ran; it waits for op_task_complete.
-        #expect(op_task_wait(manual, 20_000_000) == ETIMEDOUT)
-        #expect(op_task_complete(manual) == 0)
-        expectFinished(manual, "manual task")
+        expectFinished(after, "the task behind the completed one on a width-1 queue")
         expectDrained(queue, "queue")
+        #expect(counters.ran.load(ordering: .relaxed) == 0, "the body of a task completed while queued ran")
+    }
+
+    /// The same while a dependency still holds it: it finishes at once, its dependents start,
+    /// and its queue retires it (gives back its unit) without waiting for the dependency.
+    @Test func completeFinishesManualTaskHeldByDependency() throws {
+        let queue = try makeQueue("complete-held", width: 1)
+        let other = try makeQueue("complete-held-dependency")
+        defer { op_queue_release(queue); op_queue_release(other) }
+        let gated = Gated()
+        let counters = Counters()
+        let dependency = try makeTask(blockerBody, contextPointer(gated))
+        let manual = try makeTask(countRun, contextPointer(counters), flags: UInt32(OP_TASK_MANUAL_COMPLETION))
+        let dependent = try makeTask(emptyBody, nil)
+        let after = try makeTask(emptyBody, nil)
+        defer { [dependency, manual, dependent, after].forEach { op_task_release($0) } }
+        #expect(op_task_add_dependency(manual, dependency) == 0)
+        #expect(op_task_add_dependency(dependent, manual) == 0)
+        #expect(op_queue_submit(other, dependency) == 0)
+        #expect(op_queue_submit(queue, manual) == 0)
+        #expect(op_queue_submit(queue, dependent) == 0)
+        #expect(op_queue_submit(queue, after) == 0)
+        try #require(gated.started.wait(), "the dependency did not start")
+        #expect(op_task_complete(manual) == 0)
+        expectFinished(dependent, "the dependent of a task completed while held")
+        expectFinished(after, "the task behind it on a width-1 queue")
+        gated.gate.open()
+        expectFinished(dependency, "the dependency")
+        expectDrained(queue, "queue")
+        expectDrained(other, "the dependency's queue")
+        #expect(counters.ran.load(ordering: .relaxed) == 0)
     }
 
     @Test func completingANeverSubmittedTaskReleasesItsDependents() throws {

@@ -178,11 +178,14 @@ void *op_task_context(const op_task_t *task);
  *  before the object it points to is complete). Only before the task is submitted. */
 void op_task_set_context(op_task_t *task, void *context);
 
-/** Finishes a task that is not run by a queue's worker: an OP_TASK_MANUAL_COMPLETION task whose
- *  body has returned (this releases its queue slot), or a task that was never submitted and
- *  that the caller ran itself. Releases its dependents and waiters.
- *  Returns 0; EALREADY when already finished; EBUSY when the task is queued or its body is
- *  still being run by a worker and it is not a manual-completion task. */
+/** Finishes a task that is not run by a queue's worker. For an OP_TASK_MANUAL_COMPLETION task:
+ *  whose body has returned (this releases its queue slot); whose body is still running (it is
+ *  finished now, the slot is released when the body returns); or that was submitted but not
+ *  started, waiting in its queue or for its dependencies (it is finished now, releasing its
+ *  dependents and waiters, and its queue retires it without calling its body when it reaches it,
+ *  as a cancelled task: it never takes a slot). Or a task that was never submitted and that the
+ *  caller ran itself. Returns 0; EALREADY when already finished; EBUSY when the task is submitted
+ *  and is not a manual-completion task. */
 int op_task_complete(op_task_t *task);
 
 /** Blocks until `task` is finished, or timeout_ns passes (OP_WAIT_FOREVER: no limit).
@@ -268,9 +271,10 @@ bool op_queue_is_suspended(const op_queue_t *queue);
 int op_queue_set_qos(op_queue_t *queue, op_qos_t qos);
 op_qos_t op_queue_qos(const op_queue_t *queue);
 
-/** Unfinished tasks of the queue (waiting, ready or running), a snapshot. Workers publish
- *  finishes in small batches, so the count may lag by a few tasks while a queue drains, and a
- *  worker whose bodies submit to the queue they run on counts up to 15 more ahead. */
+/** Unfinished tasks of the queue (waiting, ready or running), a snapshot. Each worker publishes
+ *  its finishes in batches of up to 32 (and when it leaves the queue), so the count may run up to
+ *  32 per draining worker behind while a queue drains, and a worker whose bodies submit to the
+ *  queue they run on counts up to 15 more ahead. */
 size_t op_queue_unfinished(const op_queue_t *queue);
 
 /** Blocks until the queue holds no unfinished task, or timeout_ns passes. Tasks added

@@ -1,0 +1,387 @@
+// LivenessTests.swift — patterns real code uses that must complete here because they complete
+// on Foundation (our liveness oracle; Foundation on Linux is slow at some of them — libdispatch
+// adds about one thread per second — so its deadlines are longer). Each test is named after its
+// pattern. Every wait is bounded: a hang fails the test with a message instead of hanging CI.
+import Testing
+
+/// How a body blocks where the runtime cannot see: the kernel just sees the thread asleep.
+enum InvisibleBlocker: String, CaseIterable, Sendable, CustomStringConvertible {
+    case semaphore, conditionVariable, pipeRead, poll, sleep
+    var description: String { rawValue }
+}
+
+/// A one-shot event that blocks its waiters in the way `kind` says, until `open()`.
+final class InvisibleGate: @unchecked Sendable {
+    let kind: InvisibleBlocker
+    private let semaphore = DispatchSemaphore(value: 0)
+    private var mutex = pthread_mutex_t()
+    private var condition = pthread_cond_t()
+    private var isOpen = false // under `mutex`
+    private var fds: [Int32] = [-1, -1]
+    private let opened = Locked(false)
+
+    init(_ kind: InvisibleBlocker) {
+        self.kind = kind
+        pthread_mutex_init(&mutex, nil)
+        pthread_cond_init(&condition, nil)
+        fds.withUnsafeMutableBufferPointer { _ = pipe($0.baseAddress!) }
+    }
+
+    deinit {
+        close(fds[0])
+        close(fds[1])
+        pthread_cond_destroy(&condition)
+        pthread_mutex_destroy(&mutex)
+    }
+
+    /// Blocks until `open()` (or `seconds` pass, so a failing test cannot leave a thread blocked
+    /// for ever). Returns whether it was opened.
+    @discardableResult
+    func wait(seconds: Double = 60) -> Bool {
+        let deadline = DispatchTime.now() + seconds
+        switch kind {
+        case .semaphore:
+            if semaphore.wait(timeout: deadline) == .timedOut { return false }
+            semaphore.signal() // pass it on to the next waiter
+            return true
+        case .conditionVariable:
+            var until = timespec()
+            clock_gettime(CLOCK_REALTIME, &until)
+            until.tv_sec += Int(seconds)
+            pthread_mutex_lock(&mutex)
+            var rc: Int32 = 0
+            while !isOpen && rc == 0 { rc = pthread_cond_timedwait(&condition, &mutex, &until) }
+            let result = isOpen
+            pthread_mutex_unlock(&mutex)
+            return result
+        case .pipeRead, .poll:
+            // The pipe stays readable once opened (nobody drains it), so every waiter returns.
+            var entry = pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)
+            if kind == .poll {
+                return Glibc.poll(&entry, 1, Int32(seconds * 1000)) == 1
+            }
+            // read() blocks in the kernel: wait for readability first (bounded), then read one
+            // byte and write it back for the next waiter.
+            guard Glibc.poll(&entry, 1, Int32(seconds * 1000)) == 1 else { return false }
+            var byte: UInt8 = 0
+            guard read(fds[0], &byte, 1) == 1 else { return false }
+            _ = write(fds[1], &byte, 1)
+            return true
+        case .sleep:
+            let end = DispatchTime.now() + seconds
+            while DispatchTime.now() < end {
+                if opened.withLock({ $0 }) { return true }
+                usleep(2_000)
+            }
+            return false
+        }
+    }
+
+    func open() {
+        let first = opened.withLock { opened -> Bool in
+            defer { opened = true }
+            return !opened
+        }
+        guard first else { return }
+        switch kind {
+        case .semaphore: semaphore.signal()
+        case .conditionVariable:
+            pthread_mutex_lock(&mutex)
+            isOpen = true
+            pthread_cond_broadcast(&condition)
+            pthread_mutex_unlock(&mutex)
+        case .pipeRead, .poll:
+            var byte: UInt8 = 1
+            _ = write(fds[1], &byte, 1)
+        case .sleep: break
+        }
+    }
+}
+
+/// An asynchronous operation as many libraries write it: its own executing/finished flags, and
+/// `cancel()` that finishes it at once (`super.cancel(); finish()`), also while it is still queued.
+final class SelfFinishingOperation: Operation, @unchecked Sendable {
+    private let flags = Locked((executing: false, finished: false))
+    let starts = Counter()
+    let work: (@Sendable (SelfFinishingOperation) -> Void)?
+
+    init(work: (@Sendable (SelfFinishingOperation) -> Void)? = nil) {
+        self.work = work
+        super.init()
+    }
+
+    override var isAsynchronous: Bool { true }
+    override var isExecuting: Bool { flags.withLock { $0.executing } }
+    override var isFinished: Bool { flags.withLock { $0.finished } }
+
+    override func start() {
+        _ = starts.increment()
+        if isCancelled || isFinished {
+            finish()
+            return
+        }
+        willChangeValue(forKey: "isExecuting")
+        flags.withLock { $0.executing = true }
+        didChangeValue(forKey: "isExecuting")
+        if let work { work(self) } else { finish() }
+    }
+
+    override func cancel() {
+        super.cancel()
+        finish()
+    }
+
+    func finish() {
+        let wasExecuting = flags.withLock { flags -> Bool? in
+            if flags.finished { return nil }
+            return flags.executing
+        }
+        guard let wasExecuting else { return }
+        if wasExecuting { willChangeValue(forKey: "isExecuting") }
+        willChangeValue(forKey: "isFinished")
+        let first = flags.withLock { flags -> Bool in
+            defer { flags = (executing: false, finished: true) }
+            return !flags.finished
+        }
+        if wasExecuting { didChangeValue(forKey: "isExecuting") }
+        if first { didChangeValue(forKey: "isFinished") }
+    }
+}
+
+/// Counts live instances (what operations' closures keep alive).
+final class LiveCapture: Sendable {
+    static let live = Locked((now: 0, peak: 0))
+    init() { LiveCapture.live.withLock { $0.now += 1; $0.peak = max($0.peak, $0.now) } }
+    deinit { LiveCapture.live.withLock { $0.now -= 1 } }
+    func touch() {}
+}
+
+/// Calls `queue.waitUntilAllOperationsAreFinished()` from its deinit.
+final class WaitsForQueueInDeinit: @unchecked Sendable {
+    let queue: OperationQueue
+    let returned: Latch
+    init(queue: OperationQueue, returned: Latch) {
+        self.queue = queue
+        self.returned = returned
+    }
+    deinit {
+        queue.waitUntilAllOperationsAreFinished()
+        returned.open()
+    }
+    func touch() {}
+}
+
+@Suite(.needsQuietProcess) struct LivenessTests {
+    /// Foundation on Linux adds about one thread per second while all of its threads block.
+    private static func deadline(blockedBodies: Int) -> Double {
+        onFoundation ? Deadline.seconds + 1.5 * Double(blockedBodies) : Deadline.seconds
+    }
+
+    // Finding 1: as many bodies as CPUs (and four times as many) block where the runtime cannot
+    // see, each waiting for an operation added later to the same default-width queue.
+    @Test(arguments: [
+        (InvisibleBlocker.semaphore, 1), (.conditionVariable, 1), (.pipeRead, 1), (.poll, 1), (.sleep, 1),
+        (.semaphore, 4), (.pipeRead, 4),
+    ])
+    func invisibleBlockingOnLaterOperationOfSameQueueCompletes(blocker: InvisibleBlocker, perCPU: Int) {
+        let queue = OperationQueue()
+        let gate = InvisibleGate(blocker)
+        let blockedBodies = onlineCPUs * perCPU
+        let started = Latch()
+        let released = Counter()
+        let blockedAt = Locked<UInt64>(0)
+        for index in 0..<blockedBodies {
+            let operation = BlockOperation {
+                blockedAt.withLock { $0 = max($0, DispatchTime.now().uptimeNanoseconds) }
+                started.arrive()
+                if gate.wait() { _ = released.increment() }
+            }
+            operation.name = "blocked \(index)"
+            queue.addOperation(operation)
+        }
+        let unblockerStartedAt = Locked<UInt64>(0)
+        let unblocker = BlockOperation {
+            unblockerStartedAt.withLock { $0 = DispatchTime.now().uptimeNanoseconds }
+            gate.open()
+        }
+        unblocker.name = "unblocker"
+        queue.addOperation(unblocker)
+        let seconds = Self.deadline(blockedBodies: blockedBodies)
+        guard waitUntilFinished(unblocker, "the operation that unblocks \(blockedBodies) \(blocker) waiters", seconds: seconds) else {
+            gate.open() // free the blocked threads before giving up
+            return
+        }
+        waitUntilAllOperationsAreFinished(queue, seconds: seconds)
+        #expect(released.current == blockedBodies, "\(runtimeUnderTest): every blocked body was released")
+        // Reported, not asserted (speed belongs in the perf harness): how long after the last
+        // body began to block the unblocking operation started.
+        let blocked = blockedAt.withLock { $0 }
+        let unblocked = unblockerStartedAt.withLock { $0 }
+        if unblocked > blocked {
+            print("liveness: \(runtimeUnderTest) \(blocker) x\(blockedBodies): unblocker started \(Double(unblocked - blocked) / 1e6) ms after the last body blocked")
+        }
+    }
+
+    // Finding 1, second half: the real concurrency of a default-width queue follows its blocked
+    // bodies (I/O-bound work on one queue is not capped at the CPU count).
+    @Test func blockedBodiesOfDefaultWidthQueueRunConcurrentlyBeyondCPUCount() {
+        let queue = OperationQueue()
+        let bodies = onlineCPUs * 3
+        let allIn = Latch()
+        let gate = InvisibleGate(.semaphore)
+        for _ in 0..<bodies {
+            queue.addOperation {
+                allIn.arrive()
+                gate.wait()
+            }
+        }
+        let seconds = Self.deadline(blockedBodies: bodies)
+        let together = waitFor(allIn, "\(bodies) blocked bodies of one default-width queue running at once", count: bodies, seconds: seconds)
+        gate.open()
+        waitUntilAllOperationsAreFinished(queue, seconds: seconds)
+        #expect(together)
+    }
+
+    // Finding 2: an asynchronous operation that finishes itself (from an overridden cancel())
+    // before its queue started it gives back nothing it never took: the queue goes on at once.
+    @Test(arguments: [1, OperationQueue.defaultMaxConcurrentOperationCount])
+    func asyncOperationFinishingItselfBeforeStartDoesNotStallQueue(width: Int) {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = width
+        queue.isSuspended = true
+        let early = SelfFinishingOperation()
+        let completions = Counter()
+        early.completionBlock = { _ = completions.increment() }
+        let after = Latch()
+        let behind = BlockOperation { after.open() }
+        behind.addDependency(early)
+        let next = BlockOperation {}
+        queue.addOperations([early, behind, next], waitUntilFinished: false)
+        early.cancel() // finishes it while it waits in the suspended queue
+        queue.isSuspended = false
+        waitFor(after, "the dependent of an operation that finished itself while queued")
+        waitUntilFinished(next)
+        waitUntilAllOperationsAreFinished(queue)
+        #expect(eventually { completions.current == 1 }, "\(runtimeUnderTest): its completion block ran once")
+        #expect(early.isFinished)
+        quietPeriod()
+        #expect(completions.current == 1)
+    }
+
+    // Finding 2, held by a dependency: it finishes itself while a dependency (on another queue)
+    // has not finished; the serial queue must not stall behind it.
+    @Test func asyncOperationFinishingItselfWhileHeldByDependencyDoesNotStallQueue() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let other = OperationQueue()
+        let gate = OperationGate()
+        let dependency = BlockOperation { gate.wait() }
+        let early = SelfFinishingOperation()
+        early.addDependency(dependency)
+        let later = BlockOperation {}
+        other.addOperation(dependency)
+        queue.addOperations([early, later], waitUntilFinished: false)
+        early.cancel()
+        waitUntilFinished(later, "an operation queued behind one that finished itself while held")
+        gate.open()
+        waitUntilAllOperationsAreFinished(queue)
+        waitUntilAllOperationsAreFinished(other)
+        #expect(early.isFinished)
+    }
+
+    // Finding 2, at random moments: cancels race with the queue starting the operations. Every
+    // operation ends finished, every completion block runs once, the queue goes idle.
+    @Test func asyncOperationsCancelledAtRandomMomentsAllEnd() {
+        var random = SeededGenerator(seed: testSeed())
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 2
+        let completions = Counter()
+        var operations: [SelfFinishingOperation] = []
+        for _ in 0..<200 {
+            let operation = SelfFinishingOperation { op in
+                DispatchQueue.global().async { op.finish() }
+            }
+            operation.completionBlock = { _ = completions.increment() }
+            operations.append(operation)
+        }
+        queue.addOperations(operations, waitUntilFinished: false)
+        for operation in operations where random.next() % 3 == 0 {
+            if random.next() % 4 == 0 { usleep(UInt32(random.next() % 200)) }
+            operation.cancel()
+        }
+        waitUntilAllOperationsAreFinished(queue)
+        #expect(eventually { completions.current == operations.count }, "\(runtimeUnderTest): \(completions.current) of \(operations.count) completion blocks ran")
+        let allFinished = operations.allSatisfy { $0.isFinished }
+        #expect(allFinished)
+    }
+
+    // Finding 3: an object captured only by an operation waits for its own queue in its deinit.
+    @Test func deinitWaitingForItsOwnQueueReturns() {
+        let queue = OperationQueue()
+        let returned = Latch()
+        let ran = Latch()
+        do {
+            let waiter = WaitsForQueueInDeinit(queue: queue, returned: returned)
+            queue.addOperation {
+                waiter.touch()
+                ran.open()
+            }
+        }
+        waitFor(ran, "the operation that holds the waiter")
+        waitFor(returned, "the deinit's waitUntilAllOperationsAreFinished() to return")
+        waitUntilAllOperationsAreFinished(queue)
+    }
+
+    // Finding 6: a huge width costs nothing per unit of width: one waiting operation claims
+    // one slot, on add, on resume and for a batch.
+    @Test func hugeWidthWithOneOperationRunsIt() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = Int.max
+        let ran = Latch()
+        queue.addOperation { ran.arrive() }
+        waitFor(ran, "one operation on a queue of width Int.max")
+        queue.isSuspended = true
+        queue.addOperation { ran.arrive() }
+        queue.maxConcurrentOperationCount = Int.max - 1
+        queue.isSuspended = false
+        waitFor(ran, "one operation resumed on a queue of width Int.max", count: 2)
+        queue.addOperations([BlockOperation { ran.arrive() }, BlockOperation { ran.arrive() }], waitUntilFinished: false)
+        waitFor(ran, "a batch of two on a queue of width Int.max", count: 4)
+        waitUntilAllOperationsAreFinished(queue)
+    }
+
+    // Finding 7: a queue that never runs dry releases what finished as it finishes (in bounded
+    // batches), not when a worker leaves it: the captures of finished operations stay bounded.
+    @Test func neverDrainingQueueReleasesFinishedOperations() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let backlog = 500
+        let total = 30_000
+        let permits = DispatchSemaphore(value: backlog)
+        let finished = Latch()
+        LiveCapture.live.withLock { $0 = (now: 0, peak: 0) }
+        let producer = onNewThread {
+            for index in 0..<total {
+                guard permits.wait(timeout: .now() + 30) == .success else { return }
+                let capture = LiveCapture()
+                queue.addOperation {
+                    capture.touch()
+                    // A little work, so the producer stays ahead and the queue never runs dry.
+                    var spin = 0
+                    for i in 0..<200 { spin &+= i }
+                    withExtendedLifetime(spin) {}
+                    permits.signal()
+                    if index == total - 1 { finished.open() }
+                }
+            }
+        }
+        waitFor(producer, "the producer of \(total) operations", seconds: 60)
+        waitFor(finished, "the last of \(total) operations", seconds: 60)
+        waitUntilAllOperationsAreFinished(queue)
+        let peak = LiveCapture.live.withLock { $0.peak }
+        print("liveness: \(runtimeUnderTest) peak live captures \(peak) with a backlog of \(backlog) over \(total) operations")
+        // Unfinished ones (the backlog) plus what finished and waits for release: at most about
+        // the backlog again, plus a batch per worker.
+        #expect(peak <= 2 * backlog + 600, "\(runtimeUnderTest): \(peak) captures alive at once with a backlog of \(backlog)")
+    }
+}

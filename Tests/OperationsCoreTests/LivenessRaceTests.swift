@@ -1,0 +1,133 @@
+// LivenessRaceTests.swift — races between the core's publication points that real code hits
+// rarely and that end in a task run twice, a freed task or queue, or a count that never drains.
+// Each test names its pattern; each repeats the race many times with both sides released at the
+// same moment, and the AddressSanitizer run in CI turns a use after free into a failure. The
+// race-window build (OPERATIONS_RACE_WINDOWS, see CShims/OperationsCore/race_window.h) widens
+// the windows these tests aim at.
+import Glibc
+import OperationsCore
+import Synchronization
+import Testing
+
+/// Two threads meet at each round's start: both spin until both arrived (bounded).
+private final class RoundMeeting: Sendable {
+    private let arrivals = Atomic<Int>(0)
+    /// Arrives for `round` (0, 1, 2, …) and waits for the other side; false on timeout.
+    func meet(round: Int, deadline: Int64) -> Bool {
+        arrivals.add(1, ordering: .sequentiallyConsistent)
+        while arrivals.load(ordering: .sequentiallyConsistent) < 2 * (round + 1) {
+            if monotonicNs() > deadline { return false }
+        }
+        return true
+    }
+}
+
+/// What the completer thread of the hand-off race completes.
+private final class CompletionMailbox: Sendable {
+    let task = Atomic<Int>(0)
+    let completed = Atomic<Int>(0)
+    let stop = Atomic<Bool>(false)
+}
+
+/// Body: hands its own task to the completer thread, which completes it at once (while this
+/// worker is still in the hand-off that follows the body).
+private let handToCompleterBody: TaskBody = { context in
+    let mailbox = contextObject(context, as: CompletionMailbox.self)
+    let task = op_task_current()!
+    mailbox.task.store(Int(bitPattern: UnsafeRawPointer(task)), ordering: .releasing)
+}
+
+@Suite(.sharesProcess) struct LivenessRaceTests {
+    // Finding 4: cancel() racing addOperation. SUBMITTED was published before the queue's task
+    // reference and busy unit were taken, so a cancel in between made the task ready, a worker
+    // retired it and dropped references the queue did not hold yet (a freed task, a body run
+    // twice, `busy` below zero and a queue that never drained).
+    @Test func cancelRacingSubmitRetiresTaskOnce() throws {
+        let rounds = runningUnderSanitizer ? 400 : 3000
+        let queue = try makeQueue("cancel-submit race")
+        defer { op_queue_release(queue) }
+        let counters = Counters()
+        var tasks: [SendablePointer] = []
+        for _ in 0..<rounds {
+            tasks.append(SendablePointer(try makeTask(countRun, contextPointer(counters), onFinish: countFinish)))
+        }
+        defer { tasks.forEach { op_task_release($0.raw) } }
+        let meeting = RoundMeeting()
+        let handle = SendablePointer(queue)
+        let taskList = tasks
+        let deadline = monotonicNs() + Limits.waitNs
+        let submitResults = Atomic<Int>(0)
+        let met = runThreads(2) { side in
+            for round in 0..<rounds {
+                guard meeting.meet(round: round, deadline: deadline) else { return }
+                if side == 0 {
+                    if op_queue_submit(handle.raw, taskList[round].raw) == 0 { submitResults.add(1, ordering: .relaxed) }
+                } else {
+                    op_task_cancel(taskList[round].raw)
+                }
+            }
+        }
+        #expect(met, "the two racing threads did not finish their rounds")
+        #expect(submitResults.load(ordering: .relaxed) == rounds, "every submit succeeded")
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0, "the queue drained")
+        #expect(op_queue_unfinished(queue) == 0)
+        #expect(counters.finished.load(ordering: .relaxed) == rounds, "on_finish ran \(counters.finished.load(ordering: .relaxed)) times for \(rounds) tasks")
+        #expect(counters.ran.load(ordering: .relaxed) <= rounds, "bodies ran \(counters.ran.load(ordering: .relaxed)) times for \(rounds) tasks")
+        for task in tasks { #expect(op_task_is_finished(task.raw)) }
+    }
+
+    // Finding 5: a manual-completion task (an asynchronous operation) completed on another thread
+    // while its worker is still in the hand-off after the body, on a queue whose last handle was
+    // dropped: the completion may take the queue idle, and the queue was freed under the worker.
+    @Test func manualCompletionOnAnotherThreadDuringHandOffOfDroppedQueue() throws {
+        let rounds = runningUnderSanitizer ? 300 : 2000
+        let mailbox = CompletionMailbox()
+        let deadline = monotonicNs() + Limits.waitNs
+        let completer = onNewThread {
+            while !mailbox.stop.load(ordering: .acquiring) && monotonicNs() < deadline {
+                let raw = mailbox.task.exchange(0, ordering: .acquiringAndReleasing)
+                guard raw != 0, let task = OpaquePointer(bitPattern: raw) else { continue }
+                if op_task_complete(task) == 0 { mailbox.completed.add(1, ordering: .relaxed) }
+            }
+        }
+        defer {
+            mailbox.stop.store(true, ordering: .releasing)
+            _ = completer.wait(seconds: Limits.waitSeconds)
+        }
+        let context = contextPointer(mailbox)
+        for round in 0..<rounds {
+            let queue = try makeQueue("hand-off race \(round)")
+            let task = try makeTask(handToCompleterBody, context, flags: UInt32(OP_TASK_MANUAL_COMPLETION))
+            #expect(op_queue_submit(queue, task) == 0)
+            op_queue_release(queue) // the user drops the queue; its unfinished task keeps it alive
+            let rc = op_task_wait(task, Limits.waitNs)
+            op_task_release(task)
+            guard rc == 0 else {
+                Issue.record("round \(round): the task was not completed: \(errnoName(rc))")
+                return
+            }
+        }
+        #expect(mailbox.completed.load(ordering: .relaxed) == rounds)
+    }
+
+    // Finding 6: a width of INT_MAX with one waiting task claims one slot (it claimed one per
+    // unit of width on resume, set_width and batches: billions of tokens, a hang and gigabytes).
+    @Test func hugeWidthClaimsSlotsForWaitingTasksOnly() throws {
+        let queue = try makeQueue("huge width", width: Int32.max)
+        defer { op_queue_release(queue) }
+        let counters = Counters()
+        op_queue_set_suspended(queue, true)
+        let one = try makeTask(countRun, contextPointer(counters))
+        defer { op_task_release(one) }
+        #expect(op_queue_submit(queue, one) == 0)
+        #expect(op_queue_set_width(queue, Int32.max - 1) == 0)
+        op_queue_set_suspended(queue, false)
+        #expect(op_task_wait(one, Limits.waitNs) == 0, "one task on a resumed queue of width INT_MAX")
+        var batch: [OpaquePointer?] = []
+        for _ in 0..<3 { batch.append(try makeTask(countRun, contextPointer(counters))) }
+        defer { batch.forEach { op_task_release($0) } }
+        #expect(batch.withUnsafeBufferPointer { op_queue_submit_batch(queue, $0.baseAddress, $0.count) } == 0)
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+        #expect(counters.ran.load(ordering: .relaxed) == 4)
+    }
+}
