@@ -55,6 +55,7 @@ static void op_task_ready_now(op_task_t *task, bool dispatch) {
     /* acq_rel: exactly one caller wins the QUEUED bit; it must see the queue pointer stored
      * before SUBMITTED (acquire) and publish the task's state to the worker (release). */
     uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_QUEUED, memory_order_acq_rel);
+    OP_RACE_WINDOW("ready: QUEUED won, before the push");
     if (old & (OP_STATE_QUEUED | OP_STATE_FINISHED)) return;
     op_task_enqueue(task, old, dispatch);
 }
@@ -227,6 +228,7 @@ static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
         op_task_ext *ext = task->context;
         ext->on_finish(ext->context);
     }
+    OP_RACE_WINDOW("finish: before releasing the dependents");
     /* acq_rel: closing the list makes later add_dependency calls see CLOSED (release), and we
      * must see every edge pushed before (acquire). */
     op_edge *pushed = atomic_exchange_explicit(&task->dependents, OP_EDGES_CLOSED,
@@ -272,6 +274,7 @@ void op_task_cancel(op_task_t *task) {
     /* acq_rel: ordered with submit's fetch_or of SUBMITTED; one of the two sees the other. */
     uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_CANCELLED, memory_order_acq_rel);
     if (old & OP_STATE_CANCELLED) return;
+    OP_RACE_WINDOW("cancel: flagged, before making it ready");
     if ((old & OP_STATE_SUBMITTED) && !(old & (OP_STATE_QUEUED | OP_STATE_FINISHED))) {
         op_task_ready_now(task, true);
     }
@@ -291,12 +294,14 @@ int op_task_complete(op_task_t *task) {
         }
     }
     if (!(task->flags & OP_TASK_MANUAL_COMPLETION)) return EBUSY;
+    OP_RACE_WINDOW("complete: before FINISHED");
     op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_acquire);
     /* acq_rel: FINISHED and the worker's RUNNING (drain.c) are read-modify-writes of one word,
      * so exactly one of the two comes first: a worker that takes the task after this retires it
      * without its body, and one that took it before runs the body and settles as usual. */
     uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_FINISHED, memory_order_acq_rel);
     if (old & OP_STATE_FINISHED) return EALREADY;
+    OP_RACE_WINDOW("complete: finished, before settling the queue");
     op_task_finish_claimed(task, old | OP_STATE_FINISHED);
     if (!(old & OP_STATE_RUNNING)) {
         /* Finished before its queue started it (an asynchronous operation that finished itself

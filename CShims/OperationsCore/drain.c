@@ -240,6 +240,7 @@ static int op_task_wanted_nice(const op_task_t *task, op_queue_t *queue) {
  * manual-completion task keeps its slot until completed. */
 static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_t *task) {
     /* acquire: pairs with the releases that made the task ready (dependencies' finish). */
+    OP_RACE_WINDOW("run: claimed, before RUNNING");
     uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_RUNNING, memory_order_acq_rel);
     if (OP_UNLIKELY(old & OP_STATE_FINISHED)) {
         /* Completed before we took it (op_task_complete on a queued manual-completion task):
@@ -293,6 +294,7 @@ static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_
          * queue slot. If completion came first, we settle it like any finished task. */
         uint32_t after = atomic_fetch_or_explicit(&task->state, OP_STATE_BODY_DONE,
                                                   memory_order_acq_rel);
+        OP_RACE_WINDOW("hand-off: body done, before settling");
         return (after & OP_STATE_FINISHED) ? OP_RAN_FINISHED : OP_RAN_HANDED_OFF;
     }
     op_tls_drain.hand_off_allowed = true; /* cleared by the finish */
@@ -370,6 +372,7 @@ void op_drain_token(op_token *token) {
             /* The slot now belongs to the running asynchronous task. Claim another for the
              * rest of the queue (a worker picks it up) and settle our count; the pushes or the
              * subtraction are our last touch of the queue. */
+            OP_RACE_WINDOW("hand-off: the slot belongs to the task, before leaving");
             op_drain_put_back(queue);
             uint64_t sub = finished + drain->credit;
             op_drain_detach();

@@ -36,6 +36,15 @@
  * a ready queue, a broken invariant). Never used for bad input from callers. */
 _Noreturn void op_fatal(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
+/* The race-window build (race_window.c): a seeded random short delay at a publication point,
+ * compiled in only with OPERATIONS_RACE_WINDOWS. `point` names the window for readers. */
+#ifdef OPERATIONS_RACE_WINDOWS
+void op_race_window(const char *point);
+#define OP_RACE_WINDOW(point) op_race_window(point)
+#else
+#define OP_RACE_WINDOW(point) ((void)0)
+#endif
+
 static inline void op_cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
@@ -228,9 +237,12 @@ typedef struct op_token op_token;
 typedef struct op_token_class {
     /* A worker holds the slot: run the queue's tasks while the slot allows (drain.c). */
     void (*drain)(op_token *token);
-    /* The task a worker runs for this token sleeps in its body (the monitor saw it): lend its
-     * slot to the queue's other work if the queue's width allows; true when lent. */
-    bool (*lend_slot)(op_token *token);
+    /* The task a worker runs for this token sleeps in its body (the monitor saw it): move what
+     * the sleeper holds in its local run queue `ring` (NULL for a spare) to the queue's bands,
+     * where any of the queue's drainers finds it (also those of another pool, after a QoS or
+     * placement change), and lend its slot to the queue's other work if the queue's width
+     * allows; true when lent. */
+    bool (*lend_slot)(op_token *token, op_local_run_queue_t *ring);
     /* The task's body returned: take back the slot lent_slot lent. */
     void (*take_back_slot)(op_token *token);
 } op_token_class;

@@ -39,7 +39,7 @@
 
 _Thread_local op_queue_t *op_tls_queue = NULL;
 
-static bool op_queue_token_lend_slot(op_token *token);
+static bool op_queue_token_lend_slot(op_token *token, op_local_run_queue_t *ring);
 static void op_queue_token_take_back_slot(op_token *token) {
     op_queue_take_back_slot(op_queue_of_token(token));
 }
@@ -153,6 +153,7 @@ void op_queue_busy_sub(op_queue_t *queue, uint64_t count) {
      * (not the busy units: a release may run a deinit that waits for the queue to go idle). */
     bool compact = queue->tracking && op_registry_compaction_due(queue, count);
     if (compact) op_queue_retain(queue);
+    OP_RACE_WINDOW("busy: before the subtraction");
     uint64_t before = atomic_fetch_sub_explicit(&queue->busy, count, memory_order_seq_cst);
     if (before != count) {
         if (compact) {
@@ -193,6 +194,7 @@ static bool op_queue_claim_slot(op_queue_t *queue, uint64_t word, bool yield_to_
              !op_pool_local_work(op_queue_pool(queue), queue))) {
             return false;
         }
+        OP_RACE_WINDOW("claim a slot");
         if (atomic_compare_exchange_weak_explicit(&queue->slots, &word, word + 1,
                                                   memory_order_seq_cst, memory_order_relaxed)) {
             return true;
@@ -240,6 +242,7 @@ static void op_queue_clear_waiting_at_width(op_queue_t *queue) {
 void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub) {
     /* seq_cst: the caller's push into the bands is ordered before our read of `slots` and
      * `suspended` (Dekker with op_queue_release_slot). */
+    OP_RACE_WINDOW("dispatch: pushed, before claiming");
     atomic_thread_fence(memory_order_seq_cst);
     if (max_tokens > 1) {
         /* A burst (a resume, a wider width, a batch) claims no more slots than tasks wait: a
@@ -457,6 +460,7 @@ bool op_queue_release_slot(op_queue_t *queue, bool idle) {
      * half of the Dekker pair with producers (push, fence, read slots). */
     uint64_t mark = 1 + (idle ? OP_SLOTS_IDLE_ONE : 0);
     uint64_t word = atomic_fetch_sub_explicit(&queue->slots, mark, memory_order_seq_cst) - mark;
+    OP_RACE_WINDOW("release a slot: given back, before the re-check");
     /* A producer skips claiming a slot only when it sees the queue at its width, or a drainer
      * idle; if neither could have been because of us, any producer that pushed meanwhile saw a
      * free slot and no idle drainer of ours, and claimed one itself: nothing to re-check. */
@@ -482,27 +486,30 @@ void op_queue_take_back_slot(op_queue_t *queue) {
     if (queue) atomic_fetch_add_explicit(&queue->slots, 1, memory_order_seq_cst);
 }
 
-/* The monitor saw a task of this queue asleep in its body: lend its slot (default width only)
- * and claim one for the queue's waiting work, in its bands or a worker's local run queue (the
- * sleeper's, say), whether or not a drainer idles. */
-static bool op_queue_token_lend_slot(op_token *token) {
-    op_queue_t *queue = op_queue_lend_slot(op_queue_of_token(token));
-    if (!queue) {
-        /* A queue of explicit width lends nothing, but its waiting work (the sleeper's local
-         * run queue, say: a job it pushed and then blocked on) still gets a drainer if the
-         * width allows one. The blocked task's unit keeps the queue alive meanwhile. */
-        op_queue_t *narrow = op_queue_of_token(token);
-        atomic_thread_fence(memory_order_seq_cst); /* as below */
-        uint64_t word = atomic_load_explicit(&narrow->slots, memory_order_relaxed);
-        if (op_queue_claim_slot(narrow, word, false, OP_WORK_ANYWHERE)) op_queue_hand_out_claimed(narrow);
-        return false;
+/* The monitor saw a task of this queue asleep in its body. What the sleeper released into its
+ * local run queue goes to the bands: the sleeper may wait for exactly that, and after a QoS or
+ * placement change the queue's new drainers do not steal from the old pool's rings. Then its
+ * slot is lent (default width only) and one is claimed for the queue's waiting work, in its
+ * bands or a worker's local run queue, whether or not a drainer idles. The blocked task's unit
+ * keeps the queue alive meanwhile. */
+static bool op_queue_token_lend_slot(op_token *token, op_local_run_queue_t *ring) {
+    op_queue_t *queue = op_queue_of_token(token);
+    if (ring) {
+        /* As a thief (the owner sleeps): only entries while the ring serves this queue. */
+        for (void *entry; (entry = op_local_run_queue_steal_one(ring, queue));) {
+            op_queue_push_entry(queue, entry);
+        }
     }
-    /* seq_cst: the lent slot (our RMW) before the reads, as in op_queue_release_slot. */
+    /* A queue of explicit width lends nothing, but its waiting work (the sleeper's local run
+     * queue, say: a job it pushed and then blocked on) still gets a drainer if the width
+     * allows one. */
+    bool lent = op_queue_lend_slot(queue) != NULL;
+    /* seq_cst: the lent slot (our RMW) and the pushes before the reads, as in
+     * op_queue_release_slot. */
     atomic_thread_fence(memory_order_seq_cst);
     uint64_t word = atomic_load_explicit(&queue->slots, memory_order_relaxed);
-    /* The blocked task's unit keeps the queue alive meanwhile. */
     if (op_queue_claim_slot(queue, word, false, OP_WORK_ANYWHERE)) op_queue_hand_out_claimed(queue);
-    return true;
+    return lent;
 }
 
 /* The default-width queue whose slot this thread lent while asleep in a wait. */
@@ -539,6 +546,7 @@ int op_queue_submit_one(op_queue_t *queue, op_task_t *task, bool allow_local, bo
                                                  memory_order_acq_rel, memory_order_relaxed)) {
         return EBUSY;
     }
+    OP_RACE_WINDOW("submit: claimed for the queue, before its references");
     /* Everything the queue holds for the task is taken *before* SUBMITTED is published: from
      * that moment a cancel (op_task_cancel) or an early completion may make the task ready and a
      * worker may run it, finish it and drop the queue's reference and busy unit at once. The
@@ -563,6 +571,7 @@ int op_queue_submit_one(op_queue_t *queue, op_task_t *task, bool allow_local, bo
     } while (!atomic_compare_exchange_weak_explicit(&task->state, &state,
                                                     state | OP_STATE_SUBMITTED,
                                                     memory_order_acq_rel, memory_order_acquire));
+    OP_RACE_WINDOW("submit: SUBMITTED published, before registering and the hold's drop");
     if (queue->tracking) op_registry_add(queue, task); /* may add a barrier dependency */
     /* acq_rel: drop the submission hold; reaching zero means no dependency is left. */
     uint32_t before = atomic_fetch_sub_explicit(&task->pending, OP_PENDING_HOLD,

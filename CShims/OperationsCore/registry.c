@@ -116,6 +116,7 @@ static void op_registry_release_removed(op_queue_t *queue, op_task_t *removed) {
     op_task_fn release = queue->release_context;
     while (removed) {
         op_task_t *next = removed->registry_next;
+        OP_RACE_WINDOW("registry: before releasing a finished context");
         if (release) release(op_task_user_context(removed));
         op_task_release(removed);
         batch.left--;

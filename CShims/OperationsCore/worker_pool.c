@@ -354,7 +354,9 @@ static void op_pool_look_at(op_pool *pool, op_worker *worker) {
     }
     bool start = op_pool_count_blocked(pool);
     /* May push a token: a spare takes it. */
-    worker->monitor_lent = worker->token->cls->lend_slot(worker->token) ? worker->token : NULL;
+    worker->monitor_lent =
+        worker->token->cls->lend_slot(worker->token, worker->spare ? NULL : &worker->local)
+            ? worker->token : NULL;
     /* release: the count and `monitor_lent` before LENT (the worker's acquiring end). The
      * exchange keeps a VISIBLE_WAIT bit set meanwhile. */
     atomic_fetch_xor_explicit(&worker->run, OP_RUN_LENDING | OP_RUN_LENT, memory_order_release);

@@ -291,7 +291,7 @@ final class WaitsForQueueInDeinit: @unchecked Sendable {
 
     // Finding 2, at random moments: cancels race with the queue starting the operations. Every
     // operation ends finished, every completion block runs once, the queue goes idle.
-    @Test func asyncOperationsCancelledAtRandomMomentsAllEnd() {
+    @Test(.tags(.deliberateDifference)) func asyncOperationsCancelledAtRandomMomentsAllEnd() {
         var random = SeededGenerator(seed: testSeed())
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 2
@@ -310,7 +310,11 @@ final class WaitsForQueueInDeinit: @unchecked Sendable {
             operation.cancel()
         }
         waitUntilAllOperationsAreFinished(queue)
-        #expect(eventually { completions.current == operations.count }, "\(runtimeUnderTest): \(completions.current) of \(operations.count) completion blocks ran")
+        #expect(eventually { completions.current >= operations.count }, "\(runtimeUnderTest): \(completions.current) of \(operations.count) completion blocks ran")
+        quietPeriod()
+        deliberateDifference("exactly once: Foundation on Linux sometimes runs the completion block of an asynchronous operation cancelled as its queue starts it twice (201 of 200 seen)") {
+            #expect(completions.current == operations.count, "\(runtimeUnderTest): \(completions.current) completion blocks ran for \(operations.count) operations")
+        }
         let allFinished = operations.allSatisfy { $0.isFinished }
         #expect(allFinished)
     }

@@ -37,7 +37,60 @@ private let handToCompleterBody: TaskBody = { context in
     mailbox.task.store(Int(bitPattern: UnsafeRawPointer(task)), ordering: .releasing)
 }
 
+/// State of the stranding test: the body's queue, how it moves it, and the tasks it released.
+private final class MoveWhileBlocked: @unchecked Sendable {
+    let queue: OpaquePointer
+    let byPlacement: Bool
+    let released = Latch()
+    let bodyDone = Latch()
+    let count = 8
+    let allRan = Atomic<Bool>(false)
+    init(queue: OpaquePointer, byPlacement: Bool) {
+        self.queue = queue
+        self.byPlacement = byPlacement
+    }
+}
+
+private let arriveBody: TaskBody = { context in
+    contextObject(context, as: MoveWhileBlocked.self).released.arrive()
+}
+
+/// Releases tasks into its worker's local run queue, moves its queue to another class (or CPU
+/// set), then blocks where the core cannot see until every released task ran.
+private let moveThenBlockBody: TaskBody = { context in
+    let state = contextObject(context, as: MoveWhileBlocked.self)
+    for _ in 0..<state.count { op_queue_submit_f(state.queue, arriveBody, context) }
+    if state.byPlacement {
+        var cpu: Int32 = 0
+        var node: Int32 = 0
+        op_runtime_cpu(0, &cpu, &node)
+        var list = [cpu]
+        op_queue_set_cpu_list(state.queue, &list, 1, nil)
+    } else {
+        op_queue_set_qos(state.queue, OP_QOS_UTILITY)
+    }
+    state.allRan.store(state.released.wait(for: state.count, seconds: Limits.waitSeconds), ordering: .releasing)
+    state.bodyDone.open()
+}
+
 @Suite(.sharesProcess) struct LivenessRaceTests {
+    // Finding 10: a QoS or placement change while a body that released work into its worker's
+    // local run queue then blocks (where the core cannot see) for that work: the queue's new
+    // workers do not steal from the old pool's rings, so the work was stranded there.
+    @Test(arguments: [false, true])
+    func queueMovedWhileBodyBlocksOnItsReleasedWorkDoesNotStrandIt(byPlacement: Bool) throws {
+        let queue = try makeQueue(byPlacement ? "placed while blocked" : "QoS moved while blocked")
+        defer { op_queue_release(queue) }
+        let state = MoveWhileBlocked(queue: queue, byPlacement: byPlacement)
+        let task = try makeTask(moveThenBlockBody, contextPointer(state))
+        defer { op_task_release(task) }
+        #expect(op_queue_submit(queue, task) == 0)
+        #expect(state.bodyDone.wait(seconds: Limits.waitSeconds + 5), "the blocked body did not return")
+        let allRan = state.allRan.load(ordering: .acquiring)
+        #expect(allRan, "tasks its body released were stranded after the move (\(state.released.arrivals)/\(state.count) ran)")
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+    }
+
     // Finding 4: cancel() racing addOperation. SUBMITTED was published before the queue's task
     // reference and busy unit were taken, so a cancel in between made the task ready, a worker
     // retired it and dropped references the queue did not hold yet (a freed task, a body run
