@@ -46,10 +46,10 @@ static pthread_once_t op_monitor_once = PTHREAD_ONCE_INIT;
  * its affinity) are not all bound to that one. */
 static void op_monitor_unpin(void) {
     const op_topology_data *topology = op_topology_get();
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int i = 0; i < topology->cpu_count; i++) CPU_SET(topology->cpus[i], &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
+    cpu_set_t *set = op_cpuset_of(topology->cpus, topology->cpu_count); /* any CPU count */
+    if (!set) return;
+    pthread_setaffinity_np(pthread_self(), topology->cpuset_size, set); /* best effort */
+    CPU_FREE(set);
 }
 
 static void *op_monitor_main(void *arg) {

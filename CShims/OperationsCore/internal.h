@@ -271,7 +271,7 @@ struct op_queue {
     _Atomic uint32_t idle_waiters; /* blocked waits + pending idle notices (idle_wait.c) */
     struct op_idle_notice *_Atomic idle_notices; /* op_queue_notify_idle; under idle_lock */
     pthread_mutex_t idle_lock;
-    int32_t default_width;       /* workers per class: what OP_WIDTH_DEFAULT means */
+    int32_t default_width;       /* what OP_WIDTH_DEFAULT means: CPUs, or the cgroup's limit */
     void *context;               /* op_queue_set_context */
     op_task_fn context_retain;
     op_task_fn context_release;
@@ -521,6 +521,10 @@ typedef struct op_topology_data {
     int *cpu_node;    /* node index of each usable CPU */
     int max_cpu_id;   /* for the reverse table */
     int *node_of_cpu_id; /* indexed by cpu id; -1 when not usable */
+    size_t cpuset_size;  /* CPU_ALLOC_SIZE for a set that can hold every usable cpu id */
+    double cpu_quota;    /* the cgroup's CPU limit in CPUs (quota / period); 0 = none */
+    int default_width;   /* min(cpu_count, ceil(cpu_quota)), at least 1: OP_WIDTH_DEFAULT */
+    const char *quota_error; /* why a cgroup limit file was ignored, or NULL */
 } op_topology_data;
 
 const op_topology_data *op_topology_get(void);
@@ -529,6 +533,35 @@ const op_topology_data *op_topology_get(void);
 void op_topology_pin_current_thread(int cpu, int node);
 /* Node index of the CPU the caller runs on (0 when unknown). */
 int op_topology_current_node(void);
+/* The affinity mask of thread `tid` (0: the caller) whatever the kernel's CPU count: the set
+ * grows from CPU_SETSIZE until sched_getaffinity takes it. A CPU_ALLOC'd set (CPU_FREE it) and
+ * its size in bytes, or NULL. */
+cpu_set_t *op_affinity_of(int tid, size_t *size);
+/* A CPU_ALLOC'd set of topology->cpuset_size bytes with the given cpu ids (CPU_FREE it), or
+ * NULL when out of memory. */
+cpu_set_t *op_cpuset_of(const int *cpu_ids, int count);
+
+/* ---- cgroup.c ------------------------------------------------------------------------------- */
+
+typedef struct op_cgroup_cpu_limit {
+    double quota;     /* CPUs of time allowed (quota / period, tightest level); 0 = no limit */
+    int cpus;         /* ceil(quota / period) of the tightest level; 0 = no limit */
+    bool overridden;  /* read from OPERATIONS_CGROUP_ROOT */
+    char error[512];  /* a limit file that could not be read or parsed (then no limit), or "" */
+} op_cgroup_cpu_limit;
+
+/* Reads the process's cgroup CPU limit (v2 cpu.max or v1 cfs quota), or the files in
+ * OPERATIONS_CGROUP_ROOT. Called once, at topology start-up. */
+void op_cgroup_read_cpu_limit(op_cgroup_cpu_limit *out);
+
+/* ---- env.c ---------------------------------------------------------------------------------- */
+
+/* 1 for on / 1 / true / yes / enable(d), 0 for off / 0 / false / no / disable(d) (any case,
+ * blanks around forgiven), -1 for anything else or NULL. */
+int op_env_parse_flag(const char *value);
+/* The on/off variable `name`: `default_value` when unset, empty or unrecognised (then with
+ * one line on stderr naming the variable, the value and the accepted spellings). */
+bool op_env_flag(const char *name, bool default_value);
 
 /* ---- nice.c --------------------------------------------------------------------------------- */
 

@@ -14,7 +14,8 @@
  * RLIMIT_NICE that allows it (lowest settable value = 20 - rlim_cur). Without it we clamp to
  * what can be set AND undone later (a worker must always be able to return to its class's
  * value after a task), record the clamp for introspection, and print one line on stderr
- * (switched off with OPERATIONS_NICE_WARNINGS=0 or op_runtime_set_clamp_warning(false)).
+ * (switched off with OPERATIONS_NICE_WARNINGS=0/off/false/no, env.c, or
+ * op_runtime_set_clamp_warning(false)).
  * A clamp never fails a task.
  */
 #include "internal.h"
@@ -74,8 +75,7 @@ static void op_nice_init_once(void) {
     }
     op_negative_allowed = op_lowest_settable < 0;
 
-    const char *warn = getenv("OPERATIONS_NICE_WARNINGS");
-    if (warn && strcmp(warn, "0") == 0) atomic_store(&op_clamp_warning, false);
+    if (!op_env_flag("OPERATIONS_NICE_WARNINGS", true)) atomic_store(&op_clamp_warning, false);
 
     const char *spec = getenv("OPERATIONS_QOS_NICE");
     if (spec && *spec) {
@@ -295,6 +295,12 @@ bool op_runtime_nice_clamped(void) {
 void op_runtime_set_clamp_warning(bool enabled) {
     op_nice_init();
     atomic_store_explicit(&op_clamp_warning, enabled, memory_order_relaxed);
+}
+
+bool op_runtime_clamp_warning(void) {
+    op_nice_init();
+    /* relaxed: a switch with no data behind it. */
+    return atomic_load_explicit(&op_clamp_warning, memory_order_relaxed);
 }
 
 int op_thread_priority_apply(op_qos_t qos, double thread_priority) {

@@ -22,7 +22,8 @@
 #include <string.h>
 
 struct op_placement {
-    cpu_set_t cpus;                       /* the set, for comparisons and binding */
+    cpu_set_t *cpus;                      /* the set (CPU_ALLOC'd, topology->cpuset_size bytes:
+                                           * it can name CPUs beyond CPU_SETSIZE) */
     int size;                             /* CPUs in it */
     int *usable;                          /* their topology indices, ascending */
     op_pool *_Atomic pools[OP_QOS_COUNT]; /* made on first use */
@@ -42,7 +43,7 @@ op_pool *op_placement_pool(const op_placement *placement, op_qos_t qos) {
 }
 
 void op_placement_bind_current_thread(const op_placement *placement) {
-    pthread_setaffinity_np(pthread_self(), sizeof placement->cpus, &placement->cpus);
+    pthread_setaffinity_np(pthread_self(), op_topology_get()->cpuset_size, placement->cpus);
 }
 
 bool op_pool_serves(const op_pool *pool, op_queue_t *queue) {
@@ -60,19 +61,22 @@ op_pool *op_queue_pool(op_queue_t *queue) {
 /* The interned placement for the usable CPUs flagged in `chosen` (indexed by topology index). */
 static const op_placement *op_placement_intern(const bool *chosen) {
     const op_topology_data *topology = op_topology_get();
-    cpu_set_t set;
-    CPU_ZERO(&set);
+    size_t bytes = topology->cpuset_size;
+    cpu_set_t *set = CPU_ALLOC(topology->max_cpu_id + 1);
+    if (!set) return NULL;
+    CPU_ZERO_S(bytes, set);
     int size = 0;
     for (int i = 0; i < topology->cpu_count; i++) {
         if (chosen[i]) {
-            CPU_SET(topology->cpus[i], &set);
+            CPU_SET_S(topology->cpus[i], bytes, set);
             size++;
         }
     }
     pthread_mutex_lock(&op_placements_lock);
     for (op_placement *p = op_placements; p; p = p->next) {
-        if (CPU_EQUAL(&p->cpus, &set)) {
+        if (CPU_EQUAL_S(bytes, p->cpus, set)) {
             pthread_mutex_unlock(&op_placements_lock);
+            CPU_FREE(set);
             return p;
         }
     }
@@ -81,6 +85,7 @@ static const op_placement *op_placement_intern(const bool *chosen) {
     if (!made || !usable) {
         pthread_mutex_unlock(&op_placements_lock);
         free(made);
+        CPU_FREE(set);
         return NULL;
     }
     made->cpus = set;
@@ -185,19 +190,27 @@ int op_queue_cpus(const op_queue_t *queue, cpu_set_t *out) {
     const op_placement *placement =
         atomic_load_explicit(&((op_queue_t *)queue)->placement, memory_order_acquire);
     if (!placement) return ENOENT;
-    *out = placement->cpus;
+    /* The public set is a fixed cpu_set_t: CPUs beyond CPU_SETSIZE show in op_queue_cpu_list only. */
+    CPU_ZERO(out);
+    const op_topology_data *topology = op_topology_get();
+    for (int i = 0; i < placement->size; i++) {
+        int cpu = topology->cpus[placement->usable[i]];
+        if (cpu < CPU_SETSIZE) CPU_SET(cpu, out);
+    }
     return 0;
 }
 
 size_t op_current_thread_cpus(int *cpus, size_t capacity) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (pthread_getaffinity_np(pthread_self(), sizeof set, &set) != 0) return 0;
+    /* Sized by the kernel's CPU count, not CPU_SETSIZE: a fixed set fails beyond 1024 CPUs. */
+    size_t bytes = 0;
+    cpu_set_t *set = op_affinity_of(0, &bytes);
+    if (!set) return 0;
     size_t count = 0;
-    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-        if (!CPU_ISSET(cpu, &set)) continue;
-        if (count < capacity) cpus[count] = cpu;
+    for (size_t cpu = 0; cpu < bytes * 8; cpu++) {
+        if (!CPU_ISSET_S(cpu, bytes, set)) continue;
+        if (count < capacity) cpus[count] = (int)cpu;
         count++;
     }
+    CPU_FREE(set);
     return count;
 }

@@ -74,7 +74,8 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     atomic_init(&queue->idle_waiters, 0);
     atomic_init(&queue->idle_notices, NULL);
     pthread_mutex_init(&queue->idle_lock, NULL);
-    queue->default_width = op_topology_get()->cpu_count;
+    /* The affinity CPU count, or the cgroup CPU limit when lower (cgroup.c). */
+    queue->default_width = op_topology_get()->default_width;
     queue->context = NULL;
     queue->context_retain = NULL;
     queue->context_release = NULL;

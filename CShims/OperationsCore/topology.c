@@ -2,9 +2,11 @@
  * topology.c — which CPUs the workers run on and which NUMA node each belongs to.
  *
  * The usable CPUs are the process's affinity mask at start-up (one worker per CPU per QoS
- * class). Nodes come from libnuma when it works. It is not used, and workers are pinned with
+ * class), read with a set that grows past CPU_SETSIZE (1024) until the kernel takes it. The
+ * default queue width is that count, or the cgroup's CPU limit when lower (cgroup.c).
+ * Nodes come from libnuma when it works. It is not used, and workers are pinned with
  * plain pthread affinity instead, when:
- *   - OPERATIONS_NUMA=off is set;
+ *   - OPERATIONS_NUMA is off (off/0/false/no/disable(d), any case: env.c);
  *   - numa_available() < 0 (kernel without NUMA, or libnuma cannot see it);
  *   - a NUMA system call fails with EPERM or ENOSYS: under a seccomp filter libnuma 2.0.16
  *     still reports "available", so we probe get_mempolicy ourselves.
@@ -26,33 +28,78 @@ static pthread_once_t op_topology_once = PTHREAD_ONCE_INIT;
 static _Atomic bool op_numa_pin_failed = false;
 static const char *_Atomic op_runtime_fallback_reason = NULL;
 
-static void op_topology_init_once(void) {
-    cpu_set_t mask;
-    CPU_ZERO(&mask);
-    if (sched_getaffinity(0, sizeof mask, &mask) != 0) {
-        CPU_ZERO(&mask);
-        CPU_SET(0, &mask);
+cpu_set_t *op_affinity_of(int tid, size_t *size) {
+    /* A fixed cpu_set_t holds CPU_SETSIZE (1024) CPUs; sched_getaffinity fails with EINVAL when
+     * the kernel's mask (nr_cpu_ids) is larger, so grow until it fits. */
+    for (int count = CPU_SETSIZE; count <= (1 << 22); count *= 2) {
+        cpu_set_t *set = CPU_ALLOC(count);
+        if (!set) return NULL;
+        size_t bytes = CPU_ALLOC_SIZE(count);
+        CPU_ZERO_S(bytes, set);
+        if (sched_getaffinity(tid, bytes, set) == 0) {
+            *size = bytes;
+            return set;
+        }
+        int error = errno;
+        CPU_FREE(set);
+        if (error != EINVAL) return NULL;
     }
-    int count = CPU_COUNT(&mask);
+    return NULL;
+}
+
+cpu_set_t *op_cpuset_of(const int *cpu_ids, int count) {
+    const op_topology_data *topology = op_topology_get();
+    cpu_set_t *set = CPU_ALLOC(topology->max_cpu_id + 1);
+    if (!set) return NULL;
+    CPU_ZERO_S(topology->cpuset_size, set);
+    for (int i = 0; i < count; i++) CPU_SET_S(cpu_ids[i], topology->cpuset_size, set);
+    return set;
+}
+
+/* "disabled by OPERATIONS_NUMA=<value>", written once under op_topology_once. */
+static char op_numa_off_reason[96];
+
+static void op_topology_init_once(void) {
+    size_t mask_size = 0;
+    cpu_set_t *mask = op_affinity_of(0, &mask_size);
+    int count = mask ? CPU_COUNT_S(mask_size, mask) : 0;
     if (count < 1) count = 1;
     op_topology.cpus = calloc((size_t)count, sizeof(int));
     op_topology.cpu_node = calloc((size_t)count, sizeof(int));
     if (!op_topology.cpus || !op_topology.cpu_node) op_fatal("operations: out of memory");
     int n = 0, max_cpu = 0;
-    for (int cpu = 0; cpu < CPU_SETSIZE && n < count; cpu++) {
-        if (CPU_ISSET(cpu, &mask)) {
+    for (int cpu = 0; mask && (size_t)cpu < mask_size * 8 && n < count; cpu++) {
+        if (CPU_ISSET_S(cpu, mask_size, mask)) {
             op_topology.cpus[n++] = cpu;
             max_cpu = cpu;
         }
     }
-    if (n == 0) op_topology.cpus[n++] = 0;
+    if (mask) CPU_FREE(mask);
+    if (n == 0) op_topology.cpus[n++] = 0; /* the mask could not be read at all */
     op_topology.cpu_count = n;
     op_topology.max_cpu_id = max_cpu;
+    op_topology.cpuset_size = CPU_ALLOC_SIZE(max_cpu + 1);
 
-    const char *env = getenv("OPERATIONS_NUMA");
+    /* The container's CPU limit sizes the default width; the workers stay one per CPU. */
+    op_cgroup_cpu_limit limit;
+    op_cgroup_read_cpu_limit(&limit);
+    op_topology.cpu_quota = limit.quota;
+    op_topology.default_width = limit.cpus > 0 && limit.cpus < n ? limit.cpus : n;
+    if (op_topology.default_width < 1) op_topology.default_width = 1;
+    if (limit.error[0]) {
+        char *error = strdup(limit.error);
+        op_topology.quota_error = error ? error : "a cgroup CPU limit file could not be read";
+        fprintf(stderr,
+                "operations: ignoring the cgroup CPU limit: %s; the default queue width follows "
+                "the affinity mask (%d CPUs).\n",
+                op_topology.quota_error, n);
+    }
+
     const char *reason = NULL;
-    if (env && (strcmp(env, "off") == 0 || strcmp(env, "0") == 0)) {
-        reason = "disabled by OPERATIONS_NUMA=off";
+    if (!op_env_flag("OPERATIONS_NUMA", true)) {
+        snprintf(op_numa_off_reason, sizeof op_numa_off_reason, "disabled by OPERATIONS_NUMA=%.40s",
+                 getenv("OPERATIONS_NUMA"));
+        reason = op_numa_off_reason;
     } else if (numa_available() < 0) {
         reason = "numa_available() < 0: no NUMA support in this kernel or process";
     } else {
@@ -68,7 +115,8 @@ static void op_topology_init_once(void) {
     op_topology.fallback_reason = reason;
 
     /* Dense node indices. Without NUMA every CPU is on node 0. */
-    int raw_nodes[CPU_SETSIZE];
+    int *raw_nodes = malloc(sizeof(int) * (size_t)n); /* at most one node per CPU */
+    if (!raw_nodes) op_fatal("operations: out of memory");
     int node_count = 0;
     for (int i = 0; i < n; i++) {
         int raw = 0;
@@ -86,6 +134,7 @@ static void op_topology_init_once(void) {
         }
         op_topology.cpu_node[i] = index;
     }
+    free(raw_nodes);
     op_topology.node_count = node_count > 0 ? node_count : 1;
 
     op_topology.node_of_cpu_id = malloc(sizeof(int) * (size_t)(max_cpu + 1));
@@ -134,10 +183,12 @@ void op_topology_pin_current_thread(int cpu, int node) {
                                      "affinity");
         }
     }
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    /* A set sized for the highest usable cpu id: a fixed cpu_set_t cannot name CPU 1024+. */
+    cpu_set_t *set = op_cpuset_of(&cpu, 1);
+    if (set) {
+        pthread_setaffinity_np(pthread_self(), topology->cpuset_size, set);
+        CPU_FREE(set);
+    }
 }
 
 int op_topology_current_node(void) {
@@ -157,6 +208,9 @@ void op_runtime_topology(op_topology_t *out) {
     const char *late = atomic_load_explicit(&op_runtime_fallback_reason, memory_order_relaxed);
     out->numa = topology->numa && !atomic_load_explicit(&op_numa_pin_failed, memory_order_relaxed);
     out->fallback_reason = topology->fallback_reason ? topology->fallback_reason : late;
+    out->cpu_quota = topology->cpu_quota;
+    out->default_width = topology->default_width;
+    out->cpu_quota_error = topology->quota_error;
 }
 
 int op_runtime_cpu(int index, int *cpu, int *node) {

@@ -136,8 +136,10 @@ open class OperationQueue: @unchecked Sendable {
         if rc != 0 { operationMisuse("addOperations(_:waitUntilFinished:) on \(self) failed (core error \(rc))") }
     }
 
-    /// How many operations may execute at once: `defaultMaxConcurrentOperationCount` (-1), or
-    /// 0 or more (1 makes a serial queue, 0 starts nothing until raised). Other negative values
+    /// How many operations may execute at once: `defaultMaxConcurrentOperationCount` (-1, which
+    /// runs as many at once as ``OperationsRuntime/Topology/defaultWidth``: the CPUs, or the
+    /// container's CPU limit when lower), or 0 or more (1 makes a serial queue, 0 starts nothing
+    /// until raised). Other negative values
     /// trap, and so does a width other than 1 once the queue is an actor's serial executor.
     open var maxConcurrentOperationCount: Int {
         get { Int(op_queue_width(core)) }

@@ -14,15 +14,31 @@ public enum OperationsRuntime {
         public var usesNUMA: Bool
         /// Why NUMA is not used (nil when it is).
         public var fallbackReason: String?
+        /// The CPU limit of the process's cgroup (a container's CPU quota), in CPUs of time:
+        /// quota / period from cgroup v2 `cpu.max` or v1 `cpu.cfs_quota_us` and
+        /// `cpu.cfs_period_us`, the tightest level up the hierarchy; e.g. 1.5. `nil` when there
+        /// is no limit, or when its file could not be parsed (see ``cpuQuotaError``).
+        /// `OPERATIONS_CGROUP_ROOT` points the core at another directory of those files.
+        public var cpuQuota: Double?
+        /// The width a queue gets when none is set (`maxConcurrentOperationCount` left at
+        /// `OperationQueue.defaultMaxConcurrentOperationCount`): `min(cpuCount, ceil(cpuQuota))`,
+        /// at least 1, or `cpuCount` without a quota. The workers stay one per CPU of the
+        /// affinity mask: the quota is CPU time, and any of those CPUs may run it.
+        public var defaultWidth: Int
+        /// Why a cgroup CPU limit file was ignored (unreadable or malformed), or `nil`. The
+        /// default width then follows ``cpuCount``; the message is also printed once on stderr.
+        public var cpuQuotaError: String?
     }
 
-    /// The topology read at start-up.
+    /// The topology and the cgroup CPU limit, read at start-up.
     public static var topology: Topology {
         var raw = op_topology_t()
         op_runtime_topology(&raw)
         return Topology(
             cpuCount: Int(raw.cpu_count), nodeCount: Int(raw.node_count), usesNUMA: raw.numa,
-            fallbackReason: raw.fallback_reason.map { String(cString: $0) })
+            fallbackReason: raw.fallback_reason.map { String(cString: $0) },
+            cpuQuota: raw.cpu_quota > 0 ? raw.cpu_quota : nil, defaultWidth: Int(raw.default_width),
+            cpuQuotaError: raw.cpu_quota_error.map { String(cString: $0) })
     }
 
     /// The nice value of each QoS class, indexed background … userInteractive.

@@ -290,10 +290,11 @@ struct QueueTests {
     }
 
     @Test func veryHighTaskOvertakesAThousandWaitingNormalTasksAtFullWidth() throws {
-        let workers = Int(currentTopology().cpu_count)
+        // The default width: one per worker, or the container's CPU limit when lower.
+        let workers = Int(currentTopology().default_width)
         let gated = Gated()
         let context = contextPointer(gated)
-        let queue = try makeQueue("priority-wide")  // default width: one per worker
+        let queue = try makeQueue("priority-wide")  // default width
         defer { op_queue_release(queue) }
         // Occupy every slot (and every worker of the class) with a body that waits for the gate.
         for _ in 0..<workers { #expect(op_queue_submit_f(queue, blockerBody, context) == 0) }

@@ -19,6 +19,8 @@ import Testing
         let holders = OperationQueue()
         holders.name = "holders"
         holders.qualityOfService = .utility
+        // Every worker, also where a container CPU limit makes the default width smaller.
+        holders.maxConcurrentOperationCount = workers
         let gates = (0..<workers).map { _ in Latch() }
         let holding = Latch()
         for gate in gates {

@@ -29,7 +29,8 @@
  *   that must grow) aborts with a message: the core never drops work.
  *
  * THREADS
- *   Per QoS class, one worker per CPU of the process's affinity mask, pinned, started on first
+ *   Per QoS class, one worker per CPU of the process's affinity mask (any size: masks beyond
+ *   CPU_SETSIZE are read with CPU_ALLOC'd sets), pinned, started on first
  *   use; spares while bodies block (op_runtime_spare_workers); and one monitor thread for the
  *   process ("op-monitor"), which sleeps while no work waits.
  *
@@ -38,7 +39,20 @@
  *                            A malformed value is rejected whole with a message on stderr naming
  *                            the bad entry; the defaults stay.
  *   OPERATIONS_NUMA=off      do not use libnuma; pin workers with plain pthread affinity.
- *   OPERATIONS_NICE_WARNINGS=0  do not print the one-line clamp warning on stderr.
+ *   OPERATIONS_NICE_WARNINGS=off  do not print the one-line clamp warning on stderr.
+ *                            Both are on/off switches, read case-insensitively: off, 0, false,
+ *                            no, disable, disabled / on, 1, true, yes, enable, enabled (the
+ *                            default: on). Another value keeps the default, with one line on
+ *                            stderr naming the variable, the value and the accepted spellings.
+ *   OPERATIONS_CGROUP_ROOT=<dir>  read the CPU limit from <dir> instead of the process's cgroup
+ *                            (found through /proc/self/cgroup and /proc/self/mountinfo): the
+ *                            directory is taken as the process's own cgroup, with cgroup v2's
+ *                            cpu.max or v1's cpu.cfs_quota_us and cpu.cfs_period_us (for tests).
+ *
+ * CONTAINER CPU LIMITS
+ *   A cgroup CPU quota (a container's --cpus) sizes the default queue width:
+ *   min(affinity CPUs, ceil(quota / period)), at least 1 (op_topology_t.default_width). The
+ *   workers stay one per CPU of the affinity mask, pinned.
  */
 #ifndef OPERATIONS_CORE_H
 #define OPERATIONS_CORE_H
@@ -78,7 +92,8 @@ typedef enum op_qos {
 /** For op_task_attr_t.qos: the task runs at its queue's QoS. */
 #define OP_QOS_INHERIT (-1)
 
-/** A queue width that lets the runtime choose (one per worker of the queue's QoS class). */
+/** A queue width that lets the runtime choose: one per worker of the queue's QoS class, or the
+ *  container's CPU limit when lower (op_topology_t.default_width). */
 #define OP_WIDTH_DEFAULT (-1)
 
 /** Wait forever (for the timeout_ns arguments). */
@@ -314,7 +329,8 @@ int op_queue_set_cpu_list(op_queue_t *queue, const int *cpus, size_t count, int 
  *  NUMA every usable CPU is node 0. Returns 0; EINVAL for a node with no usable CPU (one that
  *  does not exist, or any but 0 without NUMA): the placement stays as it was; ENOMEM. */
 int op_queue_set_numa_node(op_queue_t *queue, int node);
-/** The placement: 0 with the set in *out, or ENOENT when the queue is not placed (EINVAL). */
+/** The placement: 0 with the set in *out, or ENOENT when the queue is not placed (EINVAL).
+ *  A cpu_set_t holds CPUs 0 … CPU_SETSIZE-1 only; op_queue_cpu_list names any CPU. */
 int op_queue_cpus(const op_queue_t *queue, cpu_set_t *out);
 /** The placement as CPU ids, ascending: writes at most `capacity` and returns how many there
  *  are (0: not placed). */
@@ -336,9 +352,19 @@ typedef struct op_topology {
     int node_count;              /**< NUMA nodes those CPUs lie on (1 without NUMA) */
     bool numa;                   /**< true when libnuma is used for topology and pinning */
     const char *fallback_reason; /**< why NUMA is not used, or NULL */
+    /** The CPU limit of the process's cgroup in CPUs of time (quota / period of cgroup v2
+     *  cpu.max or v1 cpu.cfs_quota_us / cpu.cfs_period_us, the tightest level up the
+     *  hierarchy), e.g. 1.5; 0 when there is none (or its file could not be parsed). */
+    double cpu_quota;
+    /** What OP_WIDTH_DEFAULT means for a new queue: min(cpu_count, ceil(cpu_quota)), at least 1
+     *  (cpu_count without a quota). Workers stay one per CPU of the affinity mask. */
+    int default_width;
+    /** Why a cgroup CPU limit file was ignored (unreadable or malformed; the width then follows
+     *  cpu_count and the message is also printed once on stderr), or NULL. */
+    const char *cpu_quota_error;
 } op_topology_t;
 
-/** Reads the topology (starts the runtime, not the workers). */
+/** Reads the topology and the cgroup CPU limit (starts the runtime, not the workers). */
 void op_runtime_topology(op_topology_t *out);
 /** CPU id and node index of the index-th usable CPU (0 … cpu_count-1). Returns 0 or EINVAL. */
 int op_runtime_cpu(int index, int *cpu, int *node);
@@ -370,6 +396,8 @@ int op_runtime_lowest_nice(void);
 bool op_runtime_nice_clamped(void);
 /** Turns the one-line stderr report of a clamp on or off (default on). */
 void op_runtime_set_clamp_warning(bool enabled);
+/** Whether that report is on (OPERATIONS_NICE_WARNINGS, then op_runtime_set_clamp_warning). */
+bool op_runtime_clamp_warning(void);
 
 /** Starts the workers of a class now (they otherwise start with the first task). */
 void op_runtime_start_workers(op_qos_t qos);

@@ -142,7 +142,8 @@ final class StressRound: @unchecked Sendable {
         self.seed = seed
         self.number = number
         self.widths = widths
-        let cpus = OperationsRuntime.topology.cpuCount
+        // What a default-width queue allows: the CPUs, or the container's CPU limit when lower.
+        let cpus = OperationsRuntime.topology.defaultWidth
         widthBounds = widths.map { $0 == OperationQueue.defaultMaxConcurrentOperationCount ? cpus : $0 }
         self.leafQueue = leafQueue
         gauges = widths.map { _ in WidthGauge() }

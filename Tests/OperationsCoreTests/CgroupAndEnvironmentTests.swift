@@ -1,0 +1,154 @@
+// CgroupAndEnvironmentTests.swift — the container CPU limit (cgroup.c) and the on/off
+// environment variables (env.c), in child processes: both are read once per process.
+//
+// A fake cgroup is a scratch directory passed as OPERATIONS_CGROUP_ROOT (the core takes it as
+// the process's own cgroup directory). Expectations are written against the child's own
+// affinity CPU count, so they hold on any machine, as root or not. No ProcessLock trait:
+// nothing runs in this process.
+import Foundation
+import Glibc
+import OperationsCore
+import Testing
+
+/// Runs cgroup_probe (Tests/Probes/cgroup_probe.c) with `environment` added to a clean one.
+private func runCgroupProbe(_ environment: [String: String], arguments: [String] = [])
+    async throws -> ChildResult
+{
+    let path = try await ProbeBuilder.shared.binary("cgroup_probe").get()
+    let result = await runChild(path, arguments, environment: childEnvironment(environment), seconds: 30,
+                                backtraceOnTimeout: true)
+    let hung = result.timedOut
+    try #require(!hung, "the cgroup probe did not exit:\n\(result)")
+    try #require(result.exitCode == 0, "the cgroup probe failed:\n\(result)")
+    return result
+}
+
+/// A scratch directory holding `files` (name → content), to pass as OPERATIONS_CGROUP_ROOT.
+private func fakeCgroup(_ files: [String: String]) throws -> URL {
+    let directory = try makeScratchDirectory("cgroup")
+    for (name, content) in files {
+        try content.write(to: directory.appendingPathComponent(name), atomically: true, encoding: .utf8)
+    }
+    return directory
+}
+
+/// How often `needle` occurs in `text`.
+private func occurrences(of needle: String, in text: String) -> Int {
+    text.components(separatedBy: needle).count - 1
+}
+
+@Suite
+struct CgroupCPULimitTests {
+    /// One fake cgroup and what the probe must report for it.
+    struct Case: Sendable, CustomTestStringConvertible {
+        var name: String
+        var files: [String: String]
+        /// The quota in CPUs (0: none).
+        var quota: Double
+        /// The width the quota allows (nil: no limit, the affinity count).
+        var limit: Int?
+        var testDescription: String { name }
+    }
+
+    static let cases: [Case] = [
+        Case(name: "v2 200000 100000", files: ["cpu.max": "200000 100000\n"], quota: 2, limit: 2),
+        Case(name: "v2 max 100000", files: ["cpu.max": "max 100000\n"], quota: 0, limit: nil),
+        Case(name: "v2 150000 100000 rounds up", files: ["cpu.max": "150000 100000\n"], quota: 1.5, limit: 2),
+        Case(name: "v2 50000 100000 is at least 1", files: ["cpu.max": "50000 100000\n"], quota: 0.5, limit: 1),
+        Case(name: "v1 150000 / 100000", files: ["cpu.cfs_quota_us": "150000\n", "cpu.cfs_period_us": "100000\n"],
+             quota: 1.5, limit: 2),
+        Case(name: "v1 -1 (no limit)", files: ["cpu.cfs_quota_us": "-1\n", "cpu.cfs_period_us": "100000\n"],
+             quota: 0, limit: nil),
+        Case(name: "no limit files", files: [:], quota: 0, limit: nil),
+    ]
+
+    /// Effective CPUs = min(affinity CPUs, ceil(quota / period)), at least 1: a default-width
+    /// queue runs no more tasks at once than that, while the workers stay one per CPU.
+    @Test(arguments: cases)
+    func containerCPUQuotaSetsDefaultWidth(_ fake: Case) async throws {
+        let root = try fakeCgroup(fake.files)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let result = try await runCgroupProbe(["OPERATIONS_CGROUP_ROOT": root.path], arguments: ["run"])
+        let values = result.values
+        let cpus = try #require(Int(values["cpus"] ?? ""), "\(result)")
+        let expected = max(1, min(cpus, fake.limit ?? cpus))
+        #expect(values["default_width"] == "\(expected)", "default width for \(fake.name) on \(cpus) CPUs:\n\(result)")
+        #expect(abs((Double(values["quota"] ?? "") ?? -1) - fake.quota) < 0.001, "quota:\n\(result)")
+        #expect(values["quota_error"] == "-", "\(result)")
+        #expect(!result.stderr.contains("cgroup"), "nothing to report:\n\(result)")
+        let ran = try #require(Int(values["ran"] ?? ""), "\(result)")
+        #expect(ran >= 1 && ran <= expected, "a default-width queue ran \(ran) tasks at once (width \(expected)):\n\(result)")
+        if expected == 1 { #expect(ran == 1, "\(result)") }
+    }
+
+    /// A limit file that cannot be parsed sets no limit (the affinity count) and is reported
+    /// once on stderr and in op_topology_t.cpu_quota_error.
+    @Test(arguments: [
+        ["cpu.max": "banana\n"], ["cpu.max": "0 100000\n"], ["cpu.max": "200000\n"],
+        ["cpu.cfs_quota_us": "lots\n", "cpu.cfs_period_us": "100000\n"],
+        ["cpu.cfs_quota_us": "150000\n", "cpu.cfs_period_us": "0\n"],
+    ])
+    func malformedCPULimitFallsBackToAffinityCountAndSaysSoOnce(_ files: [String: String]) async throws {
+        let root = try fakeCgroup(files)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let result = try await runCgroupProbe(["OPERATIONS_CGROUP_ROOT": root.path])
+        let values = result.values
+        let cpus = try #require(Int(values["cpus"] ?? ""), "\(result)")
+        #expect(values["default_width"] == "\(cpus)", "falls back to the affinity count:\n\(result)")
+        #expect(values["quota"] == "0.000", "\(result)")
+        #expect(values["quota_error"]?.contains(root.path) == true, "the error names the file:\n\(result)")
+        #expect(occurrences(of: "ignoring the cgroup CPU limit", in: result.stderr) == 1,
+                "said once on stderr:\n\(result)")
+    }
+
+    /// The process's real cgroup (no override): whatever it holds, the width is sane.
+    @Test func realCgroupGivesAWidthBetweenOneAndTheCPUCount() async throws {
+        let result = try await runCgroupProbe([:])
+        let values = result.values
+        let cpus = try #require(Int(values["cpus"] ?? ""), "\(result)")
+        let width = try #require(Int(values["default_width"] ?? ""), "\(result)")
+        #expect(width >= 1 && width <= cpus, "\(result)")
+        // Agrees with the Swift layer's report of this test process.
+        let topology = currentTopology()
+        #expect(topology.default_width >= 1 && topology.default_width <= topology.cpu_count)
+    }
+}
+
+@Suite
+struct EnvironmentSwitchTests {
+    /// OPERATIONS_NUMA takes the usual spellings of off, in any case.
+    @Test(arguments: ["off", "0", "FALSE", "Off", "no", "Disabled", "disable"])
+    func numaSwitchAcceptsUsualOffSpellings(_ value: String) async throws {
+        let result = try await runCgroupProbe(["OPERATIONS_NUMA": value])
+        #expect(result.values["numa"] == "0", "OPERATIONS_NUMA=\(value) must turn NUMA off:\n\(result)")
+        #expect(result.values["reason"] == "disabled by OPERATIONS_NUMA=\(value)", "\(result)")
+        #expect(!result.stderr.contains("not recognised"), "\(result)")
+    }
+
+    /// The on spellings keep the default (NUMA when the machine has it) without a warning.
+    @Test(arguments: ["on", "1", "TRUE", "Yes", "enabled"])
+    func numaSwitchAcceptsUsualOnSpellings(_ value: String) async throws {
+        let result = try await runCgroupProbe(["OPERATIONS_NUMA": value])
+        #expect(result.values["reason"]?.contains("OPERATIONS_NUMA") == false, "\(result)")
+        #expect(!result.stderr.contains("not recognised"), "\(result)")
+    }
+
+    /// OPERATIONS_NICE_WARNINGS takes the same spellings.
+    @Test(arguments: [("0", false), ("false", false), ("OFF", false), ("No", false), ("yes", true), ("ON", true)])
+    func niceWarningsSwitchAcceptsUsualSpellings(_ value: String, _ on: Bool) async throws {
+        let result = try await runCgroupProbe(["OPERATIONS_NICE_WARNINGS": value])
+        #expect(result.values["nice_warnings"] == (on ? "1" : "0"), "OPERATIONS_NICE_WARNINGS=\(value):\n\(result)")
+        #expect(!result.stderr.contains("not recognised"), "\(result)")
+    }
+
+    /// An unrecognised value keeps the default and says so once: the variable, the value and
+    /// what is accepted.
+    @Test(arguments: ["OPERATIONS_NUMA", "OPERATIONS_NICE_WARNINGS"])
+    func unrecognisedSwitchValueWarnsOnceAndKeepsTheDefault(_ name: String) async throws {
+        let result = try await runCgroupProbe([name: "maybe"])
+        #expect(occurrences(of: "\(name)=\"maybe\" is not recognised", in: result.stderr) == 1, "\(result)")
+        #expect(result.stderr.contains("off, 0, false, no, disable, disabled"), "lists what is accepted:\n\(result)")
+        #expect(result.values["nice_warnings"] == "1", "\(result)")
+        #expect(result.values["reason"]?.contains("OPERATIONS_NUMA") == false, "NUMA stays on its default:\n\(result)")
+    }
+}

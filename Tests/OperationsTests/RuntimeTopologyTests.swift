@@ -1,0 +1,47 @@
+// RuntimeTopologyTests.swift — OperationsRuntime.topology's container CPU limit fields and the
+// width a default queue gets from them. The fake cgroups (quota → width) are tested in child
+// processes in Tests/OperationsCoreTests/CgroupAndEnvironmentTests.swift; here the real one.
+import Glibc
+import Operations
+import Synchronization
+import Testing
+
+@Suite(.sharesProcess) struct RuntimeTopologyTests {
+    @Test func containerCPUQuotaIsReportedWithTheDefaultWidth() {
+        let topology = OperationsRuntime.topology
+        #expect(topology.defaultWidth >= 1 && topology.defaultWidth <= topology.cpuCount, "\(topology)")
+        if let quota = topology.cpuQuota {
+            #expect(quota > 0, "\(topology)")
+            let allowed = max(1, min(topology.cpuCount, Int(quota.rounded(.up))))
+            #expect(topology.defaultWidth == allowed, "default width = min(CPUs, ceil(quota)):\n\(topology)")
+        } else {
+            #expect(topology.defaultWidth == topology.cpuCount, "no quota: one per CPU:\n\(topology)")
+        }
+    }
+
+    /// A default-width queue never runs more operations at once than the reported width.
+    @Test func defaultWidthQueueRunsAtMostDefaultWidthAtOnce() {
+        let width = OperationsRuntime.topology.defaultWidth
+        let running = Atomic<Int>(0)
+        let most = Atomic<Int>(0)
+        let queue = OperationQueue()
+        queue.name = "default-width"
+        for _ in 0..<(4 * width) {
+            queue.addOperation {
+                // relaxed: counters read after the queue drained (the wait orders them).
+                let now = running.add(1, ordering: .relaxed).newValue
+                var seen = most.load(ordering: .relaxed)
+                while now > seen {
+                    let (exchanged, original) = most.compareExchange(
+                        expected: seen, desired: now, ordering: .relaxed)
+                    if exchanged { break }
+                    seen = original
+                }
+                usleep(5_000)
+                running.subtract(1, ordering: .relaxed)
+            }
+        }
+        guard waitUntilAllOperationsAreFinished(queue) else { return }
+        #expect(most.load(ordering: .relaxed) <= width, "ran \(most.load(ordering: .relaxed)) at once, width \(width)")
+    }
+}
