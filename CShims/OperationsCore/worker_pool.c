@@ -144,9 +144,11 @@ struct op_pool {
     _Atomic int spare_serial;
     pthread_mutex_t spares_lock; /* guards spares: spares come and go, the monitor walks them */
     op_worker *spares;
-    /* Workers with a thread: slots [0, created). Written under grow_lock with release (the
-     * new slots' fields before the count); read relaxed by the token push as a hint (is a
-     * retry due?), acquire where the slots are used. */
+    /* Workers with a thread: slots [0, created). Every slot's fields are set before the first
+     * thread starts (op_pool_create), so the count publishes nothing. relaxed everywhere:
+     * written under grow_lock (which orders it for the next retry); elsewhere read as a hint
+     * (the token push: is a retry due?; op_pool_wait_started, whose ordering comes from
+     * `started`'s acquire load). */
     alignas(OP_CACHE_LINE) _Atomic int created;
     /* When the next retry of missing workers may run (op_now_ns). relaxed: a rate limit; the
      * retry itself runs under grow_lock, which orders everything it touches. */
@@ -611,9 +613,8 @@ static int op_pool_start_workers(op_pool *pool) {
         pthread_attr_destroy(&attr);
         if (rc != 0) break;
         created++;
-        /* release: the slot's fields (set before its thread) are complete for readers that
-         * load `created` with acquire. */
-        atomic_store_explicit(&pool->created, created, memory_order_release);
+        /* relaxed: see the field's comment. */
+        atomic_store_explicit(&pool->created, created, memory_order_relaxed);
     }
     return rc;
 }
