@@ -20,9 +20,22 @@
  *
  * op_thread_is_asleep() reads /proc/self/task/TID/stat, the kernel's state letter of a thread;
  * the tick asks it only for a worker that has run one task for a whole tick while work waits.
+ *
+ * Without /proc (not mounted, masked or unreadable in a container, or OPERATIONS_FAULT_PROC=
+ * unreadable) the kernel's view is gone. We notice it when a stat file cannot be opened and the
+ * monitor's own cannot be either (a single missing file is a thread that just exited), say so
+ * once on stderr, and from then on judge by time alone: a worker is counted blocked once the
+ * tick has asked about it on OP_MONITOR_FALLBACK_TICKS consecutive ticks, that is once it has
+ * run the same task for that many ticks (50 ms) while work waits. A body that computes that long
+ * then also gets a spare and, on a default-width queue, its slot lent: it costs a thread, and no
+ * work waits behind an invisible block for ever.
+ *
+ * The monitor thread is the only caller of op_thread_is_asleep (the tick runs on it), so the
+ * state of that fallback is the monitor thread's own and needs no atomics.
  */
 #include "internal.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <string.h>
@@ -30,6 +43,8 @@
 
 #define OP_MONITOR_TICK_NS (10 * INT64_C(1000000)) /* between looks while work waits */
 #define OP_MONITOR_QUIET_TICKS 10                   /* ticks without waiting work before sleeping */
+#define OP_MONITOR_FALLBACK_TICKS 5 /* without /proc: ticks on one task before "blocked" */
+#define OP_MONITOR_STREAKS 256       /* threads the fallback follows at once (by tid, hashed) */
 
 enum { OP_MONITOR_AWAKE = 0, OP_MONITOR_ASLEEP = 1 };
 
@@ -40,6 +55,17 @@ static alignas(OP_CACHE_LINE) _Atomic uint32_t op_monitor_state = OP_MONITOR_AWA
  * thread); relaxed: later calls store the same function. */
 static _Atomic(op_monitor_tick_fn) op_monitor_tick;
 static pthread_once_t op_monitor_once = PTHREAD_ONCE_INIT;
+
+/* The monitor thread's own (see the top of the file): ticks run so far, whether /proc was found
+ * unreadable, and for the fallback the tick of the last question about each thread and how many
+ * consecutive ticks asked about it. */
+static uint64_t op_monitor_ticks;
+static bool op_proc_unreadable;
+static struct op_streak {
+    int tid;
+    uint32_t streak;
+    uint64_t tick;
+} op_streaks[OP_MONITOR_STREAKS];
 
 /* The monitor is started by whichever thread creates the first pool, perhaps a worker pinned
  * to one CPU: it spreads itself over every usable CPU, so the spares it starts (which inherit
@@ -52,6 +78,11 @@ static void op_monitor_unpin(void) {
     CPU_FREE(set);
 }
 
+static bool op_monitor_run_tick(op_monitor_tick_fn tick) {
+    op_monitor_ticks++;
+    return tick();
+}
+
 static void *op_monitor_main(void *arg) {
     (void)arg;
     pthread_setname_np(pthread_self(), "op-monitor");
@@ -59,7 +90,7 @@ static void *op_monitor_main(void *arg) {
     int quiet = 0;
     for (;;) {
         op_monitor_tick_fn tick = atomic_load_explicit(&op_monitor_tick, memory_order_relaxed);
-        if (tick()) {
+        if (op_monitor_run_tick(tick)) {
             quiet = 0;
         } else if (++quiet >= OP_MONITOR_QUIET_TICKS) {
             /* seq_cst: Dekker with op_monitor_poke — we publish ASLEEP, then look for work
@@ -70,7 +101,7 @@ static void *op_monitor_main(void *arg) {
              * and them a Dekker pair with the pusher's fence and load, by the standard and not
              * only on x86. */
             atomic_thread_fence(memory_order_seq_cst);
-            if (tick()) {
+            if (op_monitor_run_tick(tick)) {
                 atomic_store_explicit(&op_monitor_state, OP_MONITOR_AWAKE, memory_order_relaxed);
                 quiet = 0;
             } else {
@@ -93,11 +124,16 @@ static void op_monitor_create(void) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 64 * 1024);
     pthread_t thread;
-    int rc = pthread_create(&thread, &attr, op_monitor_main, NULL);
+    int rc = op_thread_create(&thread, &attr, op_monitor_main, NULL);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
         /* Without it blocked bodies are not stood in for; everything else works. */
-        fprintf(stderr, "operations: cannot start the blocked-worker monitor: %s\n", strerror(rc));
+        fprintf(stderr,
+                "operations: cannot start the blocked-worker monitor thread: %s; bodies that block "
+                "in the kernel (locks, I/O) get no spare thread in this process. Raise the "
+                "container's pids.max or RLIMIT_NPROC (ulimit -u), or restrict the CPU set so "
+                "fewer workers are started.\n",
+                strerror(rc));
     }
 }
 
@@ -122,11 +158,65 @@ void op_monitor_poke(void) {
     }
 }
 
-bool op_thread_is_asleep(int tid) {
+void op_monitor_forget_after_fork(void) {
+    /* The child's one thread: no monitor runs, so plain stores; the next op_monitor_start makes
+     * one, and pthread_create orders these stores for it. */
+    op_monitor_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+    atomic_store_explicit(&op_monitor_state, OP_MONITOR_AWAKE, memory_order_relaxed);
+    op_monitor_ticks = 0;
+    op_proc_unreadable = false;
+    memset(op_streaks, 0, sizeof op_streaks);
+}
+
+static int op_open_stat(int tid) {
+    if (op_fault_proc_unreadable()) {
+        errno = ENOENT;
+        return -1;
+    }
     char path[64];
     snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
+    return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* Without /proc: true once the tick has asked about `tid` on OP_MONITOR_FALLBACK_TICKS
+ * consecutive ticks (the tick asks only while the thread runs the same task as at its last
+ * look, so that many ticks on one task). A tid sharing a slot with another restarts the count. */
+static bool op_thread_ran_long(int tid) {
+    struct op_streak *slot = &op_streaks[(unsigned)tid % OP_MONITOR_STREAKS];
+    if (slot->tid == tid && slot->tick == op_monitor_ticks) {
+        /* asked twice in one tick: no change */
+    } else if (slot->tid == tid && slot->tick + 1 == op_monitor_ticks) {
+        slot->streak++;
+    } else {
+        slot->tid = tid;
+        slot->streak = 1;
+    }
+    slot->tick = op_monitor_ticks;
+    return slot->streak >= OP_MONITOR_FALLBACK_TICKS;
+}
+
+bool op_thread_is_asleep(int tid) {
+    if (OP_UNLIKELY(op_proc_unreadable)) return op_thread_ran_long(tid);
+    int fd = op_open_stat(tid);
+    if (fd < 0) {
+        int error = errno;
+        /* A thread that just exited has no file; /proc is gone when ours has none either. */
+        int own = op_open_stat(op_current_tid());
+        if (own >= 0) {
+            close(own);
+            return false;
+        }
+        op_proc_unreadable = true;
+        fprintf(stderr,
+                "operations: cannot read /proc/self/task/%d/stat (%s): the blocked-worker monitor "
+                "cannot see which workers sleep in a task body. It now counts a worker blocked "
+                "once it has run one task for %d ms while work waits (a long computing body then "
+                "also gets a spare thread). Mount /proc readable in this container (procfs, not "
+                "masked) to restore exact detection.\n",
+                tid, strerror(error),
+                (int)(OP_MONITOR_FALLBACK_TICKS * OP_MONITOR_TICK_NS / 1000000));
+        return op_thread_ran_long(tid);
+    }
     char buffer[256];
     ssize_t length = read(fd, buffer, sizeof buffer - 1);
     close(fd);

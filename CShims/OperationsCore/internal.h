@@ -441,6 +441,13 @@ int op_placement_size(const op_placement *placement);
 int op_placement_usable_index(const op_placement *placement, int i);
 /* The pool of class `qos` on the placement. */
 op_pool *op_placement_pool(const op_placement *placement, op_qos_t qos);
+/* Fork: op_placement_lock_for_fork / _unlock_after_fork hold the placements' lock across
+ * fork() (prepare and parent handlers); op_placement_forget_pools_after_fork (child) forgets
+ * every placement's pools (their threads are not in the child: they are made again on first use)
+ * and releases the lock. */
+void op_placement_lock_for_fork(void);
+void op_placement_unlock_after_fork(void);
+void op_placement_forget_pools_after_fork(void);
 /* Binds the calling thread to the placement's CPUs (a spare of a placed pool). */
 void op_placement_bind_current_thread(const op_placement *placement);
 /* The pool that runs `queue`'s tasks now: its placement's, or its class's default pool. */
@@ -509,6 +516,20 @@ void op_monitor_start(op_monitor_tick_fn tick);
 void op_monitor_poke(void);
 /* Whether the kernel reports thread `tid` of this process asleep (state S or D). */
 bool op_thread_is_asleep(int tid);
+
+/* Fork (worker_pool.c registers the pthread_atfork handlers): the child handler makes the
+ * monitor start again on first use (its pthread_once, state word and tick counter) and forgets
+ * what it learned about /proc. Called in the child only, where the caller is the one thread. */
+void op_monitor_forget_after_fork(void);
+
+/* ---- faults.c ------------------------------------------------------------------------------- */
+
+/* pthread_create for every thread the core starts; returns 0 or an errno value (EAGAIN when a
+ * test injects the failure with OPERATIONS_FAULT_THREAD_CREATE). */
+int op_thread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
+                     void *arg);
+/* OPERATIONS_FAULT_PROC=unreadable: the monitor treats /proc as missing. */
+bool op_fault_proc_unreadable(void);
 
 /* ---- topology.c ----------------------------------------------------------------------------- */
 

@@ -12,7 +12,9 @@
  * that runs the tokens changes.
  *
  * Threads: op_queue_set_cpus and op_queue_set_numa_node may be called from any thread at any
- * time; the placement is published with a release store, read with acquire loads.
+ * time; the placement is published with a release store, read with acquire loads. In a child
+ * of fork() the placements stay and their pools are forgotten (worker_pool.c's fork handler):
+ * a placed queue gets new pools on first use there.
  */
 #include "internal.h"
 
@@ -40,6 +42,23 @@ int op_placement_usable_index(const op_placement *placement, int i) { return pla
 op_pool *op_placement_pool(const op_placement *placement, op_qos_t qos) {
     op_placement *p = (op_placement *)placement;
     return op_pool_for_placement(placement, qos, &p->pools[(unsigned)qos < OP_QOS_COUNT ? qos : OP_QOS_DEFAULT]);
+}
+
+void op_placement_lock_for_fork(void) { pthread_mutex_lock(&op_placements_lock); }
+
+void op_placement_unlock_after_fork(void) { pthread_mutex_unlock(&op_placements_lock); }
+
+void op_placement_forget_pools_after_fork(void) {
+    /* The child's only thread holds the lock (taken in the prepare handler). The placements
+     * stay (sets of CPUs, still valid); their pools' threads do not exist here. relaxed: no
+     * other thread runs yet; threads started later are ordered after these stores by their
+     * creation. */
+    for (op_placement *p = op_placements; p; p = p->next) {
+        for (int qos = 0; qos < OP_QOS_COUNT; qos++) {
+            atomic_store_explicit(&p->pools[qos], NULL, memory_order_relaxed);
+        }
+    }
+    pthread_mutex_unlock(&op_placements_lock);
 }
 
 void op_placement_bind_current_thread(const op_placement *placement) {

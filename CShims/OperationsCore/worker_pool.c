@@ -50,6 +50,27 @@
  * Workers live as long as the process. Pool creation takes a mutex (once per class), and the
  * list of a pool's spares one (spares start and leave, the monitor walks them); nothing on the
  * task path locks.
+ *
+ * Out of threads (a container's pids.max, RLIMIT_NPROC: five classes of one worker per CPU,
+ * their spares and placed pools are over a thousand threads on a large node): a pool whose
+ * workers cannot all start runs with those that did. Workers are started in index order and
+ * creation stops at the first failure, so the slots [0, created) have threads and the others
+ * none (tid 0: the monitor, stealing and introspection skip them, their local run queues stay
+ * empty). One warning goes to stderr (what failed, why, how many workers run, what to change),
+ * and the missing workers are retried, with a backoff from 1 ms doubling to 1 s, by the next
+ * token push and by the monitor's tick while they are missing. A pool where not even one worker
+ * started holds its tokens until a retry succeeds: it warns that its class's work waits, and
+ * every submit and monitor tick retries (bounded by the backoff); nothing aborts and nothing
+ * waits silently. A spare that cannot start is retried at the monitor's ticks.
+ *
+ * Fork: the child of a fork() has only the forking thread. A pthread_atfork child handler forgets
+ * every pool (op_pools, the placed pools, each placement's slots) and resets the monitor, so the
+ * first use in the child makes new pools and a new monitor. The parent's pools are leaked, not
+ * freed: queues and drainers' stacks may still point into them. Tasks that were queued or
+ * running at the fork stay unfinished in the child (their queues keep the slots and busy counts
+ * they had); queues that were idle work normally. The forking thread is an ordinary thread in
+ * the child, even if it was a worker (a body that forks must exec or _exit in the child, not
+ * return: the worker loop it would return to belongs to the parent).
  */
 #include "internal.h"
 
@@ -124,6 +145,18 @@ struct op_pool {
     _Atomic int spare_serial;
     pthread_mutex_t spares_lock; /* guards spares: spares come and go, the monitor walks them */
     op_worker *spares;
+    /* Workers with a thread: slots [0, created). Every slot's fields are set before the first
+     * thread starts (op_pool_create), so the count publishes nothing. relaxed everywhere:
+     * written under grow_lock (which orders it for the next retry); elsewhere read as a hint
+     * (the token push: is a retry due?; op_pool_wait_started, whose ordering comes from
+     * `started`'s acquire load). */
+    alignas(OP_CACHE_LINE) _Atomic int created;
+    /* When the next retry of missing workers may run (op_now_ns). relaxed: a rate limit; the
+     * retry itself runs under grow_lock, which orders everything it touches. */
+    _Atomic int64_t retry_at;
+    _Atomic bool spare_short; /* a spare could not start; relaxed: a hint for the monitor */
+    int64_t retry_delay; /* under grow_lock */
+    pthread_mutex_t grow_lock; /* starting workers (creation and retries) */
 };
 
 /* The pool of the worker or spare running on this thread; NULL elsewhere. */
@@ -131,6 +164,7 @@ static _Thread_local op_pool *op_tls_pool;
 /* The worker or spare running on this thread; NULL elsewhere. */
 static _Thread_local op_worker *op_tls_worker;
 static void op_pool_start_spare(op_pool *pool);
+static void op_pool_retry_workers(op_pool *pool);
 
 static op_pool *_Atomic op_pools[OP_QOS_COUNT];
 static pthread_mutex_t op_pools_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -199,6 +233,10 @@ void op_pool_push_token(op_pool *pool, op_token *token) {
         op_event_notify(&pool->event, OP_WAKE_FANOUT);
     }
     op_monitor_poke(); /* after the fence: see blocked_worker_monitor.c */
+    /* relaxed: a hint; the retry decides under its lock. */
+    if (OP_UNLIKELY(atomic_load_explicit(&pool->created, memory_order_relaxed) < pool->size)) {
+        op_pool_retry_workers(pool);
+    }
 }
 
 static op_token *op_pool_take_token(op_pool *pool, int home) {
@@ -434,18 +472,26 @@ static void op_pool_start_spare(op_pool *pool) {
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        rc = pthread_create(&spare->thread, &attr, op_worker_main, spare);
+        rc = op_thread_create(&spare->thread, &attr, op_worker_main, spare);
         pthread_attr_destroy(&attr);
     }
     if (rc != 0) {
         /* Out of threads: undo the count and go on blocking; the wait still ends when its
-         * work runs on the remaining threads. Reported once. */
+         * work runs on the remaining threads, and the monitor's ticks retry the spare
+         * (op_pool_retry_spare). Reported once. */
         free(spare);
         atomic_fetch_sub_explicit(&pool->balance, OP_BALANCE_SPARE, memory_order_relaxed);
+        /* relaxed: a hint read by the monitor's retry, which re-decides on `balance`. */
+        atomic_store_explicit(&pool->spare_short, true, memory_order_relaxed);
+        /* relaxed: only one thread may print; nothing else is ordered by it. */
         static _Atomic bool reported = false;
         if (!atomic_exchange_explicit(&reported, true, memory_order_relaxed)) {
-            fprintf(stderr, "operations: cannot start a spare worker for a blocked one: %s\n",
-                    strerror(rc));
+            fprintf(stderr,
+                    "operations: cannot start a spare worker for a blocked one (class %d): %s; "
+                    "the blocked task's queue waits for the other workers, and the spare is "
+                    "retried. Raise the container's pids.max or RLIMIT_NPROC (ulimit -u), or "
+                    "restrict the CPU set so fewer workers are started.\n",
+                    pool->qos, strerror(rc));
         }
         return;
     }
@@ -573,8 +619,125 @@ static void *op_worker_main(void *arg) {
     return NULL;
 }
 
+/* Starts the threads of the slots from `created` on, in order, stopping at the first failure.
+ * Under grow_lock. Returns 0 or the failure's errno value. */
+static int op_pool_start_workers(op_pool *pool) {
+    int created = atomic_load_explicit(&pool->created, memory_order_relaxed);
+    int rc = 0;
+    while (created < pool->size) {
+        op_worker *worker = &pool->workers[created];
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        rc = op_thread_create(&worker->thread, &attr, op_worker_main, worker);
+        pthread_attr_destroy(&attr);
+        if (rc != 0) break;
+        created++;
+        /* relaxed: see the field's comment. */
+        atomic_store_explicit(&pool->created, created, memory_order_relaxed);
+    }
+    return rc;
+}
+
+/* Says once on stderr that workers could not start. */
+static void op_pool_report_short(op_pool *pool, int rc) {
+    int created = atomic_load_explicit(&pool->created, memory_order_relaxed);
+    /* relaxed: only one thread may print each message; nothing else is ordered by them. */
+    static _Atomic bool reported = false, reported_none = false;
+    if (!atomic_exchange_explicit(&reported, true, memory_order_relaxed)) {
+        fprintf(stderr,
+                "operations: cannot start a worker thread (class %d%s): %s; %d of %d workers run "
+                "instead, and the missing ones are retried with backoff. Raise the container's "
+                "pids.max or RLIMIT_NPROC (ulimit -u), or restrict the CPU set (taskset, cpuset) "
+                "so fewer workers are needed.\n",
+                pool->qos, pool->placement ? ", a placed pool" : "", strerror(rc), created,
+                pool->size);
+    }
+    if (created == 0 && !atomic_exchange_explicit(&reported_none, true, memory_order_relaxed)) {
+        fprintf(stderr,
+                "operations: no worker of class %d could start: its work waits until one can "
+                "(retried on each submit and monitor tick, at most every second).\n",
+                pool->qos);
+    }
+}
+
+#define OP_RETRY_FIRST_NS INT64_C(1000000)     /* 1 ms */
+#define OP_RETRY_MAX_NS INT64_C(1000000000)    /* 1 s */
+
+/* Waits (bounded) until every worker that has a thread runs. */
+static void op_pool_wait_started(op_pool *pool) {
+    int64_t deadline = op_now_ns() + 10 * INT64_C(1000000000);
+    while (atomic_load_explicit(&pool->started, memory_order_acquire) <
+               atomic_load_explicit(&pool->created, memory_order_relaxed) &&
+           op_now_ns() < deadline) {
+        usleep(20);
+    }
+}
+
+/* Starts missing workers if the backoff allows; never blocks on another retry. */
+static void op_pool_retry_workers(op_pool *pool) {
+    int64_t now = op_now_ns();
+    if (now < atomic_load_explicit(&pool->retry_at, memory_order_relaxed)) return;
+    if (pthread_mutex_trylock(&pool->grow_lock) != 0) return;
+    if (atomic_load_explicit(&pool->created, memory_order_relaxed) < pool->size &&
+        now >= atomic_load_explicit(&pool->retry_at, memory_order_relaxed)) {
+        int rc = op_pool_start_workers(pool);
+        if (rc != 0) {
+            pool->retry_delay = pool->retry_delay * 2 < OP_RETRY_MAX_NS ? pool->retry_delay * 2
+                                                                        : OP_RETRY_MAX_NS;
+            atomic_store_explicit(&pool->retry_at, op_now_ns() + pool->retry_delay,
+                                  memory_order_relaxed);
+        } else {
+            fprintf(stderr, "operations: all %d workers of class %d%s run now.\n", pool->size,
+                    pool->qos, pool->placement ? " (a placed pool)" : "");
+        }
+        /* So that op_runtime_worker_count / _info see the new workers as a prefix. */
+        op_pool_wait_started(pool);
+    }
+    pthread_mutex_unlock(&pool->grow_lock);
+}
+
+/* A spare that could not start (op_pool_start_spare) is started now if still short. The
+ * monitor's, every tick while flagged. */
+static void op_pool_retry_spare(op_pool *pool) {
+    if (!atomic_load_explicit(&pool->spare_short, memory_order_relaxed)) return;
+    atomic_store_explicit(&pool->spare_short, false, memory_order_relaxed);
+    uint64_t word = atomic_load_explicit(&pool->balance, memory_order_relaxed);
+    while (OP_BALANCE_SPARES(word) < OP_BALANCE_BLOCKED(word) &&
+           OP_BALANCE_SPARES(word) < OP_SPARES_MAX) {
+        /* relaxed: counts, decided on the one word as op_pool_count_blocked does. */
+        if (atomic_compare_exchange_weak_explicit(&pool->balance, &word, word + OP_BALANCE_SPARE,
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+            op_pool_start_spare(pool); /* flags spare_short again if it fails */
+            return;
+        }
+    }
+}
+
+static void op_pool_retry(op_pool *pool) {
+    if (!pool) return;
+    if (atomic_load_explicit(&pool->created, memory_order_relaxed) < pool->size) {
+        op_pool_retry_workers(pool);
+    }
+    op_pool_retry_spare(pool);
+}
+
+/* The monitor's tick (op_pool_monitor_tick), then the retries of threads that could not start. */
+static bool op_pool_monitor_tick_and_retry(void) {
+    bool waiting = op_pool_monitor_tick();
+    for (int qos = 0; qos < OP_QOS_COUNT; qos++) {
+        /* acquire: as in op_pool_monitor_tick. */
+        op_pool_retry(atomic_load_explicit(&op_pools[qos], memory_order_acquire));
+    }
+    for (op_pool *pool = atomic_load_explicit(&op_placed_pools, memory_order_acquire); pool;
+         pool = pool->next_placed) {
+        op_pool_retry(pool);
+    }
+    return waiting;
+}
+
 /* Makes a pool of class `qos` with one pinned worker per CPU of `placement` (NULL: every usable
- * CPU, the class's default pool). */
+ * CPU, the class's default pool). Workers that cannot start are reported and retried later. */
 static op_pool *op_pool_create(int qos, const op_placement *placement) {
     const op_topology_data *topology = op_topology_get();
     op_nice_init();
@@ -601,9 +764,16 @@ static op_pool *op_pool_create(int qos, const op_placement *placement) {
     atomic_init(&pool->queues_waiting_at_width, 0);
     atomic_init(&pool->spares_peak, 0);
     atomic_init(&pool->spare_serial, 0);
+    atomic_init(&pool->created, 0);
+    atomic_init(&pool->retry_at, 0);
+    atomic_init(&pool->spare_short, false);
+    pool->retry_delay = OP_RETRY_FIRST_NS / 2; /* doubled before the first wait */
     pthread_mutex_init(&pool->spares_lock, NULL);
+    pthread_mutex_init(&pool->grow_lock, NULL);
     pool->spares = NULL;
     memset(pool->workers, 0, sizeof(op_worker) * (size_t)pool->size);
+    /* Every slot is complete before any thread starts: a slot without a thread (tid 0, an
+     * empty local run queue) is skipped by whatever walks the array. */
     for (int i = 0; i < pool->size; i++) {
         op_worker *worker = &pool->workers[i];
         worker->pool = pool;
@@ -615,24 +785,19 @@ static op_pool *op_pool_create(int qos, const op_placement *placement) {
         atomic_init(&worker->class_nice, 0);
         atomic_init(&worker->run, 0);
         op_local_run_queue_init(&worker->local);
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int rc = pthread_create(&worker->thread, &attr, op_worker_main, worker);
-        pthread_attr_destroy(&attr);
-        if (rc != 0) op_fatal("operations: cannot start a worker thread: %s", strerror(rc));
     }
-    op_monitor_start(op_pool_monitor_tick);
+    /* The monitor first: when threads are scarce it is what retries the missing workers. */
+    op_monitor_start(op_pool_monitor_tick_and_retry);
+    pthread_mutex_lock(&pool->grow_lock);
+    int rc = op_pool_start_workers(pool);
+    if (rc != 0) {
+        pool->retry_delay = OP_RETRY_FIRST_NS;
+        atomic_store_explicit(&pool->retry_at, op_now_ns() + pool->retry_delay,
+                              memory_order_relaxed);
+        op_pool_report_short(pool, rc);
+    }
+    pthread_mutex_unlock(&pool->grow_lock);
     return pool;
-}
-
-/* Waits (bounded) until every worker of a new pool runs. */
-static void op_pool_wait_started(op_pool *pool) {
-    int64_t deadline = op_now_ns() + 10 * INT64_C(1000000000);
-    while (atomic_load_explicit(&pool->started, memory_order_acquire) < pool->size &&
-           op_now_ns() < deadline) {
-        usleep(20);
-    }
 }
 
 op_pool *op_pool_for(op_qos_t qos) {
@@ -644,10 +809,10 @@ op_pool *op_pool_for(op_qos_t qos) {
     pool = atomic_load_explicit(&op_pools[qos], memory_order_relaxed);
     if (!pool) {
         pool = op_pool_create((int)qos, NULL);
-        /* Publish the pool only once every worker is running, so the introspection calls see
-         * a complete, consistent set (workers start in any order). Bounded: a thread that
-         * pthread_create accepted starts within microseconds; 10 s means something is broken,
-         * and we go on rather than hang. */
+        /* Publish the pool only once every worker that started is running, so the
+         * introspection calls see a complete, consistent set (workers start in any order).
+         * Bounded: a thread that pthread_create accepted starts within microseconds; 10 s means
+         * something is broken, and we go on rather than hang. */
         op_pool_wait_started(pool);
         atomic_store_explicit(&op_pools[qos], pool, memory_order_release);
     }
@@ -702,4 +867,42 @@ int op_runtime_worker_info(op_qos_t qos, int index, op_worker_info_t *out) {
     /* relaxed: a count. */
     out->tasks = atomic_load_explicit(&worker->run, memory_order_relaxed) >> OP_RUN_SERIAL_SHIFT;
     return 0;
+}
+
+/* ---- fork ----------------------------------------------------------------------------------- */
+
+/* Prepare: hold the locks that pool creation takes, so the child never inherits one held by a
+ * thread that is not there. (Both are only held briefly: a pool creation waits at most for its
+ * workers to start.) */
+static void op_pool_before_fork(void) {
+    pthread_mutex_lock(&op_pools_lock);
+    op_placement_lock_for_fork();
+}
+
+static void op_pool_after_fork_in_parent(void) {
+    op_placement_unlock_after_fork();
+    pthread_mutex_unlock(&op_pools_lock);
+}
+
+/* The child: only this thread exists. Forget the parent's pools (leaked: queues and stacks may
+ * still point into them) so that first use makes new ones, with a new monitor. */
+static void op_pool_after_fork_in_child(void) {
+    for (int qos = 0; qos < OP_QOS_COUNT; qos++) {
+        /* relaxed: no other thread exists; a thread started later is ordered by its creation. */
+        atomic_store_explicit(&op_pools[qos], NULL, memory_order_relaxed);
+    }
+    atomic_store_explicit(&op_placed_pools, NULL, memory_order_relaxed); /* relaxed: as above */
+    op_placement_forget_pools_after_fork(); /* and releases the placements' lock */
+    op_monitor_forget_after_fork();
+    /* The forking thread, even a worker in a task body, is an ordinary thread here. */
+    op_tls_pool = NULL;
+    op_tls_worker = NULL;
+    memset(&op_tls_drain, 0, sizeof op_tls_drain);
+    op_tls_task = NULL;
+    op_tls_queue = NULL;
+    pthread_mutex_unlock(&op_pools_lock);
+}
+
+__attribute__((constructor)) static void op_pool_install_fork_handlers(void) {
+    pthread_atfork(op_pool_before_fork, op_pool_after_fork_in_parent, op_pool_after_fork_in_child);
 }

@@ -33,6 +33,28 @@
  *   CPU_SETSIZE are read with CPU_ALLOC'd sets), pinned, started on first
  *   use; spares while bodies block (op_runtime_spare_workers); and one monitor thread for the
  *   process ("op-monitor"), which sleeps while no work waits.
+ *   When a thread cannot be started (EAGAIN: a container's pids.max, RLIMIT_NPROC), no call
+ *   aborts: a class runs with the workers that started (op_runtime_worker_count says how many),
+ *   one line on stderr says what failed and what to do (raise pids.max or RLIMIT_NPROC, or
+ *   restrict the CPU set), and the missing workers are retried with backoff (1 ms doubling to
+ *   1 s) on submits and the monitor's ticks. A class where no worker could start holds its work
+ *   until a retry succeeds, and says so on stderr. A spare that cannot start is retried at the
+ *   monitor's ticks. Without a readable /proc the monitor cannot see which workers sleep: it
+ *   says so once on stderr and counts a worker blocked once it has run one task for 50 ms while
+ *   work waits.
+ *
+ * FORK
+ *   fork() may be called at any time, also from a task body. The child gets a fresh runtime:
+ *   the parent's workers, spares and monitor do not exist there, so its pools are forgotten
+ *   (their memory is leaked, not freed) and new pools and a new monitor are started on first
+ *   use in the child. Queues and tasks made in the parent stay valid. A queue that was idle at
+ *   the fork works normally in the child. Tasks that were queued or running at the fork are not
+ *   carried into the child: they stay unfinished there, and so does their queue (waits on it
+ *   time out; its slots stay taken). The forking thread is an ordinary thread in the child,
+ *   even if it was a worker (op_task_current() and op_queue_current() return NULL); a body that
+ *   forks must end the child with exec or _exit, not return from the body. As after any fork of
+ *   a multithreaded process, a lock another thread held at the fork (a queue's idle or registry
+ *   lock) stays held in the child.
  *
  * ENVIRONMENT (read once, when the runtime first starts)
  *   OPERATIONS_QOS_NICE      per-class nice values, e.g. "userInteractive=-8,background=15".
@@ -48,6 +70,10 @@
  *                            (found through /proc/self/cgroup and /proc/self/mountinfo): the
  *                            directory is taken as the process's own cgroup, with cgroup v2's
  *                            cpu.max or v1's cpu.cfs_quota_us and cpu.cfs_period_us (for tests).
+ *   For tests only (fault injection, read once before the first thread starts):
+ *   OPERATIONS_FAULT_THREAD_CREATE=N or N-M  the core's Nth thread creation and later ones (or
+ *                            the Nth to the Mth) fail with EAGAIN, counted from 1 per process.
+ *   OPERATIONS_FAULT_PROC=unreadable  the monitor finds /proc/self/task/TID/stat missing.
  *
  * CONTAINER CPU LIMITS
  *   A cgroup CPU quota (a container's --cpus) sizes the default queue width:

@@ -1,0 +1,79 @@
+// FaultTests.swift — what the core does when the system says no: thread creation fails (a
+// container's pids.max or RLIMIT_NPROC), /proc cannot be read, the process forks after the
+// runtime started. Each case runs in a child process (C probes in Tests/Probes, built against
+// the core's sources), with a deadline, so a hang or an abort fails the test instead of taking
+// the runner down. The faults are injected with the core's test-only switches
+// (OPERATIONS_FAULT_THREAD_CREATE, OPERATIONS_FAULT_PROC: see faults.c), which the probes set
+// themselves before the runtime starts; they need no privilege and fit any CPU count.
+// No ProcessLock trait: nothing runs in this process.
+import Foundation
+import Testing
+
+private func occurrences(of needle: String, in text: String) -> Int {
+    text.components(separatedBy: needle).count - 1
+}
+
+private let workerWarning = "operations: cannot start a worker thread"
+
+@Suite
+struct FaultTests {
+    /// Every creation after the first k = cpus/2 workers fails, for good: the pool runs with
+    /// those k, all the work runs on them, the warning comes once, nothing aborts.
+    @Test func threadCreationFailureRunsOnWorkersThatStarted() async throws {
+        let path = try await ProbeBuilder.shared.binary("thread_create_fault_probe").get()
+        let result = await runChild(path, ["permanent"], environment: childEnvironment(), backtraceOnTimeout: true)
+        try #require(!result.timedOut, "the probe hung:\n\(result)")
+        if result.values["skipped"] == "1" { return } // one CPU: no pool can be partial (see the window test)
+        #expect(result.exitCode == 0, "work did not run on the workers that started:\n\(result)")
+        #expect(occurrences(of: workerWarning, in: result.stderr) == 1, "one warning:\n\(result)")
+        #expect(result.stderr.contains("RLIMIT_NPROC"), "the warning says what to do:\n\(result)")
+        #expect(result.values["workers_final"] == result.values["allowed"], "\(result)")
+    }
+
+    /// Creations fail for a while, then succeed again: the work runs meanwhile (on one CPU the
+    /// pool starts with no worker at all and holds its work until a retry succeeds), and the
+    /// retries on submits and monitor ticks bring the pool to one worker per CPU.
+    @Test func threadCreationFailureIsRetriedUntilEveryWorkerRuns() async throws {
+        let path = try await ProbeBuilder.shared.binary("thread_create_fault_probe").get()
+        let result = await runChild(path, ["window"], environment: childEnvironment(), backtraceOnTimeout: true)
+        try #require(!result.timedOut, "the probe hung:\n\(result)")
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(occurrences(of: workerWarning, in: result.stderr) == 1, "one warning:\n\(result)")
+        #expect(result.stderr.contains("run now"), "the recovery is reported:\n\(result)")
+        let noWorker = occurrences(of: "operations: no worker of class", in: result.stderr)
+        #expect(noWorker == (result.values["allowed"] == "0" ? 1 : 0), "\(result)")
+    }
+
+    /// With /proc unreadable the monitor cannot see sleeping threads: it says so once and
+    /// counts a worker blocked after 50 ms on one task while work waits, so bodies blocked in
+    /// read() on every worker get the task that unblocks them run on a lent slot.
+    @Test func unreadableProcFallsBackToTickCount() async throws {
+        let path = try await ProbeBuilder.shared.binary("proc_fault_probe").get()
+        let result = await runChild(path, ["unreadable"], environment: childEnvironment(), backtraceOnTimeout: true)
+        try #require(!result.timedOut, "the probe hung:\n\(result)")
+        #expect(result.exitCode == 0, "the blocked bodies were not rescued without /proc:\n\(result)")
+        #expect(occurrences(of: "operations: cannot read /proc/self/task/", in: result.stderr) == 1,
+                "the degraded mode is reported once:\n\(result)")
+        #expect(result.stderr.contains("Mount /proc"), "the message says what to do:\n\(result)")
+        // The same scenario with /proc readable: rescued, and nothing said.
+        let control = await runChild(path, ["normal"], environment: childEnvironment(), backtraceOnTimeout: true)
+        try #require(!control.timedOut, "the control probe hung:\n\(control)")
+        #expect(control.exitCode == 0, "\(control)")
+        if FileManager.default.isReadableFile(atPath: "/proc/self/stat") {
+            #expect(!control.stderr.contains("cannot read /proc"), "\(control)")
+        }
+    }
+
+    /// fork() after the runtime ran tasks on every class: the child's work runs on a new queue
+    /// and on a queue that was idle in the parent, and the parent goes on working. Forked from
+    /// the main thread and from inside a task body on a worker.
+    @Test(arguments: [[], ["from-body"]])
+    func forkedChildGetsWorkingRuntime(arguments: [String]) async throws {
+        let path = try await ProbeBuilder.shared.binary("fork_probe").get()
+        let result = await runChild(path, arguments, environment: childEnvironment(), backtraceOnTimeout: true)
+        try #require(!result.timedOut, "the probe hung:\n\(result)")
+        #expect(result.values["child_exit"] == "0", "the child's work did not run:\n\(result)")
+        #expect(result.values["parent_ok"] == "1", "\(result)")
+        #expect(result.exitCode == 0, "\(result)")
+    }
+}

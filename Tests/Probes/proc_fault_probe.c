@@ -1,0 +1,80 @@
+/*
+ * proc_fault_probe.c — a child process for FaultTests: the blocked-worker monitor without
+ * /proc. With argument "unreadable" it sets OPERATIONS_FAULT_PROC=unreadable before the runtime
+ * starts (opening /proc/self/task/TID/stat then fails as if /proc were not mounted); with
+ * "normal" it leaves /proc alone (the same scenario as a control).
+ *
+ * The scenario: a default-width queue of the default class gets one task per CPU, each blocked
+ * in read() on a pipe (asleep in the kernel, invisible to the core), then one more task that
+ * writes the bytes they wait for. Only the monitor can get the last task run: it must count the
+ * readers blocked (without /proc: after they ran one task for 50 ms while work waits) and lend
+ * their slots. Then a no-op task goes to a second queue of the class: a token that waits while
+ * every worker is blocked, which is what makes the monitor look (work left in the bands of a
+ * queue whose slots are all taken does not wake it, with or without /proc). Prints key=value lines (cpus, wait, ms); exits 0 when every task ran within
+ * 20 s, 1 otherwise (after unblocking the readers itself), 2 on bad usage.
+ */
+#include <operations_core.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int pipe_fds[2];
+static int cpus;
+
+static void reader(void *context) {
+    (void)context;
+    char byte;
+    while (read(pipe_fds[0], &byte, 1) != 1) {
+    }
+}
+
+static void writer(void *context) {
+    (void)context;
+    for (int i = 0; i < cpus; i++) {
+        if (write(pipe_fds[1], "x", 1) != 1) abort();
+    }
+}
+
+static void noop(void *context) { (void)context; }
+
+static long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2 || (strcmp(argv[1], "unreadable") != 0 && strcmp(argv[1], "normal") != 0)) {
+        fprintf(stderr, "usage: %s unreadable|normal\n", argv[0]);
+        return 2;
+    }
+    if (strcmp(argv[1], "unreadable") == 0) setenv("OPERATIONS_FAULT_PROC", "unreadable", 1);
+    op_topology_t topology;
+    op_runtime_topology(&topology);
+    cpus = topology.cpu_count;
+    printf("cpus=%d\n", cpus);
+    if (pipe(pipe_fds) != 0) return 3;
+    op_queue_t *queue = op_queue_create("proc-probe", OP_QOS_DEFAULT, OP_WIDTH_DEFAULT);
+    if (!queue) return 3;
+    long long start = now_ns();
+    for (int i = 0; i < cpus; i++) {
+        if (op_queue_submit_f(queue, reader, NULL) != 0) return 3;
+    }
+    usleep(20000); /* let the readers take every worker */
+    if (op_queue_submit_f(queue, writer, NULL) != 0) return 3;
+    op_queue_t *nudge = op_queue_create("proc-probe-nudge", OP_QOS_DEFAULT, 1);
+    if (!nudge || op_queue_submit_f(nudge, noop, NULL) != 0) return 3;
+    int waited = op_queue_wait(queue, 20LL * 1000000000LL);
+    printf("wait=%d\nms=%lld\n", waited, (now_ns() - start) / 1000000);
+    if (waited != 0) {
+        writer(NULL); /* unblock the readers, so that the process can end */
+        return 1;
+    }
+    if (op_queue_wait(nudge, 20LL * 1000000000LL) != 0) return 1;
+    op_queue_release(nudge);
+    op_queue_release(queue);
+    return 0;
+}
