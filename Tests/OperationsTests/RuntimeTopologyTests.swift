@@ -1,6 +1,7 @@
 // RuntimeTopologyTests.swift — OperationsRuntime.topology's container CPU limit fields and the
 // width a default queue gets from them. The fake cgroups (quota → width) are tested in child
 // processes in Tests/OperationsCoreTests/CgroupAndEnvironmentTests.swift; here the real one.
+import Dispatch
 import Glibc
 import Operations
 import Synchronization
@@ -37,7 +38,10 @@ import Testing
                     if exchanged { break }
                     seen = original
                 }
-                usleep(5_000)
+                // Busy, not asleep: a body asleep for a whole monitor tick gets its slot lent
+                // (the queue's concurrency follows blocked bodies); this measures the width.
+                let end = DispatchTime.now().uptimeNanoseconds + 5_000_000
+                while DispatchTime.now().uptimeNanoseconds < end {}
                 running.subtract(1, ordering: .relaxed)
             }
         }

@@ -3,7 +3,7 @@
  * cgroup CPU limit (OPERATIONS_CGROUP_ROOT) and of the on/off environment variables the parent
  * set. Prints key=value lines: cpus, quota, default_width, quota_error, numa, reason,
  * nice_warnings, and with the argument "run" also ran (the most tasks that ran at once on a new
- * OP_WIDTH_DEFAULT queue, out of 4 × cpus tasks that each sleep 30 ms; waits at most 20 s).
+ * OP_WIDTH_DEFAULT queue, out of 4 × cpus tasks that each spin for 30 ms; waits at most 20 s).
  */
 #define _GNU_SOURCE
 #include <operations_core.h>
@@ -24,8 +24,14 @@ static void body(void *context) {
     while (now > seen && !atomic_compare_exchange_weak_explicit(&most, &seen, now, memory_order_relaxed,
                                                                 memory_order_relaxed)) {
     }
-    struct timespec pause = {0, 30 * 1000 * 1000};
-    nanosleep(&pause, NULL);
+    /* Busy for 30 ms, not asleep: a body asleep for a whole monitor tick gets its slot lent
+     * (a default-width queue's concurrency follows its blocked bodies), and this probe measures
+     * the width itself. */
+    struct timespec start, clock_now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do {
+        clock_gettime(CLOCK_MONOTONIC, &clock_now);
+    } while ((clock_now.tv_sec - start.tv_sec) * 1000000000L + (clock_now.tv_nsec - start.tv_nsec) < 30000000L);
     atomic_fetch_sub_explicit(&running, 1, memory_order_relaxed);
 }
 
