@@ -4,7 +4,10 @@
  * Every thread the core starts (pinned workers, spares, the blocked-worker monitor) goes through
  * op_thread_create, so tests can make thread creation fail the way a container's pids.max or
  * RLIMIT_NPROC makes it fail (EAGAIN), without a privileged setup. The blocked-worker monitor
- * asks op_fault_proc_unreadable() before it opens /proc, so tests can take /proc away.
+ * asks op_fault_proc_unreadable() before it opens /proc, so tests can take /proc away, and
+ * nice.c asks op_fault_setpriority_refused() before each setpriority, so tests can refuse it
+ * the way a seccomp filter or a container's security profile refuses it (EPERM) even where
+ * the capabilities and RLIMIT_NICE say it is allowed.
  *
  * Both are read from the environment once, on the first call of either (before the first thread
  * the core starts); a value set later is ignored:
@@ -12,6 +15,7 @@
  *   OPERATIONS_FAULT_THREAD_CREATE=N-M  creations N to M fail, later ones succeed again
  *   OPERATIONS_FAULT_PROC=unreadable    opening /proc/self/task/TID/stat fails (ENOENT), as if
  *                                       /proc were not mounted
+ *   OPERATIONS_FAULT_SETPRIORITY=eperm  every setpriority of the core fails with EPERM
  * Calls are counted from 1 across the whole process. Unset, empty or malformed: no fault.
  */
 #include "internal.h"
@@ -22,6 +26,7 @@
 static long op_fault_create_first; /* 0: no fault */
 static long op_fault_create_last;  /* inclusive; LONG_MAX: no end */
 static bool op_fault_proc;
+static bool op_fault_setpriority;
 static pthread_once_t op_faults_once = PTHREAD_ONCE_INIT;
 /* Thread creations so far. relaxed: a counter; each call needs only its own number. */
 static _Atomic long op_fault_create_calls;
@@ -45,6 +50,8 @@ static void op_faults_read(void) {
     }
     const char *proc = getenv("OPERATIONS_FAULT_PROC");
     op_fault_proc = proc && strcmp(proc, "unreadable") == 0;
+    const char *renice = getenv("OPERATIONS_FAULT_SETPRIORITY");
+    op_fault_setpriority = renice && strcmp(renice, "eperm") == 0;
 }
 
 int op_thread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
@@ -60,4 +67,9 @@ int op_thread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*star
 bool op_fault_proc_unreadable(void) {
     pthread_once(&op_faults_once, op_faults_read);
     return op_fault_proc;
+}
+
+bool op_fault_setpriority_refused(void) {
+    pthread_once(&op_faults_once, op_faults_read);
+    return op_fault_setpriority;
 }

@@ -135,7 +135,6 @@ enum {
     OP_STATE_CANCELLED = 1u << 4,
     OP_STATE_WAITERS = 1u << 5, /* someone sleeps on the state word */
     OP_STATE_BODY_DONE = 1u << 6, /* the body returned (manual-completion tasks) */
-    OP_STATE_IN_BATCH = 1u << 7,  /* seen by op_queue_submit_batch's duplicate check */
     OP_STATE_DEFER = 1u << 8,     /* the body asked to go back to waiting (op_task_defer) */
     OP_STATE_TAKEN = 1u << 9,     /* a worker claimed its ready-queue entry (op_queue_take_ready) */
 };
@@ -529,6 +528,8 @@ void op_monitor_forget_after_fork(void);
 int op_thread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
                      void *arg);
 /* OPERATIONS_FAULT_PROC=unreadable: the monitor treats /proc as missing. */
+/* faults.c: true when OPERATIONS_FAULT_SETPRIORITY=eperm makes every setpriority fail. */
+bool op_fault_setpriority_refused(void);
 bool op_fault_proc_unreadable(void);
 
 /* ---- topology.c ----------------------------------------------------------------------------- */

@@ -151,9 +151,29 @@ int op_nice_clamp_task(int wanted, int class_nice) {
     return wanted;
 }
 
+/* A setpriority the capabilities and RLIMIT_NICE allowed was refused anyway (a seccomp filter,
+ * a security profile): said once, with what it means and what to do. */
+static void op_report_refused_renice(int nice, int error) {
+    static _Atomic bool reported = false;
+    /* relaxed: only decides which caller prints. */
+    if (atomic_exchange_explicit(&reported, true, memory_order_relaxed)) return;
+    fprintf(stderr,
+            "operations: setpriority to nice %d was refused (%s) although CAP_SYS_NICE/RLIMIT_NICE "
+            "allow it (a seccomp filter or security profile?); threads keep the nice value they "
+            "have, so QoS classes and thread priorities may not apply. Allow setpriority for this "
+            "process to fix it. Reported once.\n",
+            nice, strerror(error));
+}
+
 int op_nice_set_current_thread(int nice) {
-    if (setpriority(PRIO_PROCESS, (id_t)op_current_tid(), nice) != 0) return errno;
-    return 0;
+    int error = 0;
+    if (OP_UNLIKELY(op_fault_setpriority_refused())) {
+        error = EPERM;
+    } else if (setpriority(PRIO_PROCESS, (id_t)op_current_tid(), nice) != 0) {
+        error = errno;
+    }
+    if (OP_UNLIKELY(error != 0)) op_report_refused_renice(nice, error);
+    return error;
 }
 
 int op_current_thread_nice(void) {

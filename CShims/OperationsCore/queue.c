@@ -540,13 +540,18 @@ void op_queue_did_unblock(void) {
     op_worker_did_unblock();
 }
 
-int op_queue_submit_one(op_queue_t *queue, op_task_t *task, bool allow_local, bool *pushed_shared) {
+/* Claims `task` for `queue`: true exactly once per task (false: it was submitted already). */
+static bool op_queue_claim_task(op_queue_t *queue, op_task_t *task) {
     op_queue_t *expected = NULL;
     /* acq_rel: claims the task for this queue exactly once. */
-    if (!atomic_compare_exchange_strong_explicit(&task->queue, &expected, queue,
-                                                 memory_order_acq_rel, memory_order_relaxed)) {
-        return EBUSY;
-    }
+    return atomic_compare_exchange_strong_explicit(&task->queue, &expected, queue,
+                                                   memory_order_acq_rel, memory_order_relaxed);
+}
+
+/* The rest of a submit, for a task op_queue_claim_task claimed. EBUSY (the claim undone) when
+ * the task finished meanwhile (completed by hand). */
+static int op_queue_submit_claimed(op_queue_t *queue, op_task_t *task, bool allow_local,
+                                   bool *pushed_shared) {
     OP_RACE_WINDOW("submit: claimed for the queue, before its references");
     /* Everything the queue holds for the task is taken *before* SUBMITTED is published: from
      * that moment a cancel (op_task_cancel) or an early completion may make the task ready and a
@@ -590,6 +595,11 @@ int op_queue_submit_one(op_queue_t *queue, op_task_t *task, bool allow_local, bo
     return 0;
 }
 
+int op_queue_submit_one(op_queue_t *queue, op_task_t *task, bool allow_local, bool *pushed_shared) {
+    if (!op_queue_claim_task(queue, task)) return EBUSY;
+    return op_queue_submit_claimed(queue, task, allow_local, pushed_shared);
+}
+
 int op_queue_submit(op_queue_t *queue, op_task_t *task) {
     if (!queue || !task) return EINVAL;
     bool pushed_shared = false;
@@ -600,40 +610,44 @@ int op_queue_submit(op_queue_t *queue, op_task_t *task) {
 
 int op_queue_submit_batch(op_queue_t *queue, op_task_t *const *tasks, size_t count) {
     if (!queue || (!tasks && count)) return EINVAL;
-    /* One pass marks each task; a task met twice, or already taken, fails the whole batch
-     * before anything is submitted. O(n). */
-    size_t marked = 0;
-    int rc = 0;
-    for (; marked < count; marked++) {
-        op_task_t *task = tasks[marked];
-        if (!task) { rc = EINVAL; break; }
-        /* relaxed: a private mark for this call; submit_one's CAS does the real claiming. */
-        uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_IN_BATCH,
-                                                memory_order_relaxed);
-        if (old & OP_STATE_IN_BATCH) { rc = EBUSY; break; }
-        if ((old & OP_STATE_FINISHED) || atomic_load_explicit(&task->queue, memory_order_relaxed)) {
-            marked++;
-            rc = EBUSY;
+    for (size_t i = 0; i < count; i++) {
+        if (!tasks[i]) return EINVAL;
+    }
+    /* First every task is claimed for this queue (the compare-and-swap a submit starts with; a
+     * task met twice fails its second claim, one submitted elsewhere or finished fails too);
+     * on a failure every claim is undone and nothing was submitted. Nothing is visible to
+     * workers, cancels or completions until the second pass: a claim only sets `queue`. */
+    size_t claimed = 0;
+    while (claimed < count) {
+        op_task_t *task = tasks[claimed];
+        /* acquire: a finished task's FINISHED, as submit_one reads it. */
+        if ((atomic_load_explicit(&task->state, memory_order_acquire) & OP_STATE_FINISHED) ||
+            !op_queue_claim_task(queue, task)) {
             break;
         }
+        claimed++;
     }
-    for (size_t i = 0; i < marked; i++) {
-        atomic_fetch_and_explicit(&tasks[i]->state, ~(uint32_t)OP_STATE_IN_BATCH,
-                                  memory_order_relaxed);
+    if (claimed < count) {
+        /* relaxed: nobody acted on these claims (see above); a racing submit of the same task
+         * saw it taken and returned EBUSY, as it would have after our submit. */
+        for (size_t i = 0; i < claimed; i++) {
+            atomic_store_explicit(&tasks[i]->queue, NULL, memory_order_relaxed);
+        }
+        return EBUSY;
     }
-    if (rc != 0) return rc;
     /* Into the bands only, never a local run queue: the whole batch is in the queue before a
-     * worker that is not already draining it is handed any of it (priority order holds). */
+     * worker that is not already draining it is handed any of it (priority order holds). A
+     * task completed by hand while its batch was being submitted (a race of the caller's) is
+     * finished: it is left out. */
     bool pushed_shared = false;
     for (size_t i = 0; i < count; i++) {
-        rc = op_queue_submit_one(queue, tasks[i], false, &pushed_shared);
-        if (rc != 0) break; /* lost a race with another submitter of the same task */
+        (void)op_queue_submit_claimed(queue, tasks[i], false, &pushed_shared);
     }
     if (pushed_shared) {
         int width = op_queue_effective_width(queue);
         op_queue_dispatch_sub(queue, (size_t)width < count ? width : (int)count, 0);
     }
-    return rc;
+    return 0;
 }
 
 /* A task nobody holds a handle to and no registry lists: plain initialisation, and its one

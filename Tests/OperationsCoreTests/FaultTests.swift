@@ -1,9 +1,9 @@
 // FaultTests.swift — what the core does when the system says no: thread creation fails (a
-// container's pids.max or RLIMIT_NPROC), /proc cannot be read, the process forks after the
-// runtime started. Each case runs in a child process (C probes in Tests/Probes, built against
+// container's pids.max or RLIMIT_NPROC), /proc cannot be read, setpriority is refused, the
+// process forks after the runtime started. Each case runs in a child process (C probes in Tests/Probes, built against
 // the core's sources), with a deadline, so a hang or an abort fails the test instead of taking
 // the runner down. The faults are injected with the core's test-only switches
-// (OPERATIONS_FAULT_THREAD_CREATE, OPERATIONS_FAULT_PROC: see faults.c), which the probes set
+// (OPERATIONS_FAULT_THREAD_CREATE, OPERATIONS_FAULT_PROC, OPERATIONS_FAULT_SETPRIORITY: see faults.c), which the probes set
 // themselves before the runtime starts; they need no privilege and fit any CPU count.
 // No ProcessLock trait: nothing runs in this process.
 import Foundation
@@ -62,6 +62,19 @@ struct FaultTests {
         if FileManager.default.isReadableFile(atPath: "/proc/self/stat") {
             #expect(!control.stderr.contains("cannot read /proc"), "\(control)")
         }
+    }
+
+    /// setpriority refused (a seccomp filter or security profile) where the capabilities and
+    /// RLIMIT_NICE allow it: every task of every class and thread priority still runs, at the
+    /// nice its thread has, and the refusal is reported once, saying what it means.
+    @Test func refusedSetpriorityRunsEverythingAndSaysSoOnce() async throws {
+        let path = try await ProbeBuilder.shared.binary("setpriority_fault_probe").get()
+        let result = await runChild(path, [], environment: childEnvironment(), backtraceOnTimeout: true)
+        try #require(!result.timedOut, "the probe hung:\n\(result)")
+        #expect(result.exitCode == 0, "work did not run with setpriority refused:\n\(result)")
+        #expect(result.values["ran"] == result.values["expected"], "\(result)")
+        #expect(occurrences(of: "was refused", in: result.stderr) == 1, "one report:\n\(result)")
+        #expect(result.stderr.contains("QoS classes and thread priorities may not apply"), "\(result)")
     }
 
     /// fork() after the runtime ran tasks on every class: the child's work runs on a new queue

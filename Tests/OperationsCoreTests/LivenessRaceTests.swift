@@ -163,6 +163,57 @@ private let moveThenBlockBody: TaskBody = { context in
         #expect(mailbox.completed.load(ordering: .relaxed) == rounds)
     }
 
+    // Finding 15: a batch racing with a submit of one of its tasks to another queue submits all
+    // of its tasks or none (it returned EBUSY with part of the batch submitted).
+    @Test func batchRacingSubmitOfOneOfItsTasksSubmitsAllOrNothing() throws {
+        let rounds = runningUnderSanitizer ? 200 : 1000
+        let queue = try makeQueue("batch race")
+        let other = try makeQueue("batch race, other queue")
+        defer { op_queue_release(queue); op_queue_release(other) }
+        let counters = Counters()
+        let meeting = RoundMeeting()
+        let deadline = monotonicNs() + Limits.waitNs
+        let queues = (SendablePointer(queue), SendablePointer(other))
+        var batches: [[SendablePointer]] = []
+        for _ in 0..<rounds {
+            batches.append(try (0..<3).map { _ in SendablePointer(try makeTask(countRun, contextPointer(counters))) })
+        }
+        defer { batches.joined().forEach { op_task_release($0.raw) } }
+        let taskLists = batches
+        let batchResults = Locked<[Int32]>(Array(repeating: -1, count: rounds))
+        let soloResults = Locked<[Int32]>(Array(repeating: -1, count: rounds))
+        let met = runThreads(2) { side in
+            for round in 0..<rounds {
+                guard meeting.meet(round: round, deadline: deadline) else { return }
+                let tasks = taskLists[round]
+                if side == 0 {
+                    let raw: [OpaquePointer?] = tasks.map { $0.raw }
+                    let rc = raw.withUnsafeBufferPointer { op_queue_submit_batch(queues.0.raw, $0.baseAddress, $0.count) }
+                    batchResults.withLock { $0[round] = rc }
+                } else {
+                    let rc = op_queue_submit(queues.1.raw, tasks[2].raw)
+                    soloResults.withLock { $0[round] = rc }
+                }
+            }
+        }
+        #expect(met)
+        let batch = batchResults.withLock { $0 }
+        let solo = soloResults.withLock { $0 }
+        var expectedRuns = 0
+        for round in 0..<rounds {
+            // Exactly one of the two got the contended task.
+            #expect((batch[round] == 0) != (solo[round] == 0), "round \(round): batch \(errnoName(batch[round])), single submit \(errnoName(solo[round]))")
+            if batch[round] == EBUSY {
+                // Nothing of the batch was submitted: its other tasks can still go elsewhere.
+                for task in taskLists[round].prefix(2) { #expect(op_queue_submit(other, task.raw) == 0) }
+            }
+            expectedRuns += 3
+        }
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+        #expect(op_queue_wait(other, Limits.waitNs) == 0)
+        #expect(counters.ran.load(ordering: .relaxed) == expectedRuns, "\(counters.ran.load(ordering: .relaxed)) bodies ran for \(expectedRuns) tasks")
+    }
+
     // Finding 6: a width of INT_MAX with one waiting task claims one slot (it claimed one per
     // unit of width on resume, set_width and batches: billions of tokens, a hang and gigabytes).
     @Test func hugeWidthClaimsSlotsForWaitingTasksOnly() throws {

@@ -74,6 +74,8 @@
  *   OPERATIONS_FAULT_THREAD_CREATE=N or N-M  the core's Nth thread creation and later ones (or
  *                            the Nth to the Mth) fail with EAGAIN, counted from 1 per process.
  *   OPERATIONS_FAULT_PROC=unreadable  the monitor finds /proc/self/task/TID/stat missing.
+ *   OPERATIONS_FAULT_SETPRIORITY=eperm  every setpriority of the core fails with EPERM (a
+ *                            refused renice is reported once on stderr; threads keep their nice).
  *
  * CONTAINER CPU LIMITS
  *   A cgroup CPU quota (a container's --cpus) sizes the default queue width:
@@ -258,7 +260,10 @@ const char *op_queue_label(const op_queue_t *queue);
 int op_queue_submit(op_queue_t *queue, op_task_t *task);
 
 /** Adds `count` tasks; all are in the queue before any of them is handed to a worker that is
- *  not already running this queue. On EBUSY/EINVAL nothing is submitted. */
+ *  not already running this queue. Returns 0; EINVAL (NULL queue, array or task) or EBUSY (a
+ *  task appears twice, or was already submitted to any queue or finished), and then nothing
+ *  is submitted. A task that another thread completes by hand while the batch is being
+ *  submitted is finished and left out. */
 int op_queue_submit_batch(op_queue_t *queue, op_task_t *const *tasks, size_t count);
 
 /** Creates and submits a default-attribute task in one call and keeps no handle (like
