@@ -2,7 +2,10 @@
  * placement.c — queues placed on chosen CPUs (op_queue_set_cpus, op_queue_set_numa_node).
  *
  * A placement is a set of usable CPUs, interned: one object per distinct set, made on first use
- * under a mutex and never freed (its workers live as long as the process, as every pool's do).
+ * under a mutex and never freed (a small object: the set and a pool per class). Its pools'
+ * workers leave after OPERATIONS_PLACED_POOL_IDLE_MS (10 s) without work and come back for the
+ * next task (worker_pool.c), so a process that places queues on many sets keeps no threads for
+ * the ones it no longer uses.
  * It holds a pool per QoS class, made on first use (worker_pool.c: one worker per CPU of the
  * set, pinned as the default workers are, at the class's nice value; their spares keep to the
  * set). A placed queue points at its placement (`queue->placement`); everything that hands the

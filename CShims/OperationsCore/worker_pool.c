@@ -47,7 +47,11 @@
  * (OP_RUN_LENDING, a few instructions) the worker waits at its task's end, so the queue behind
  * the token stays alive.
  *
- * Workers live as long as the process. Pool creation takes a mutex (once per class), and the
+ * The default pools' workers live as long as the process. A placed pool's workers (one pool per
+ * CPU set and class) leave after OPERATIONS_PLACED_POOL_IDLE_MS (10 s) parked without work,
+ * highest slot first so that slots [0, created) keep their threads (op_pool_worker_leaves_idle),
+ * and the next token push starts them again through the retry path below (no backoff: nothing
+ * failed). Pool creation takes a mutex (once per class), and the
  * list of a pool's spares one (spares start and leave, the monitor walks them); nothing on the
  * task path locks.
  *
@@ -155,6 +159,13 @@ struct op_pool {
      * retry itself runs under grow_lock, which orders everything it touches. */
     _Atomic int64_t retry_at;
     _Atomic bool spare_short; /* a spare could not start; relaxed: a hint for the monitor */
+    /* Some worker could not start (cleared once all run): the monitor's ticks retry only then,
+     * not the workers of a placed pool that left because it was idle (the next token push
+     * starts those). relaxed: a hint; the retry decides under grow_lock. */
+    _Atomic bool start_failed;
+    /* A placed pool's idle workers are leaving one after another (op_pool_worker_leaves_idle);
+     * relaxed: a hint that makes a woken worker try to leave too. */
+    _Atomic bool leaving;
     int64_t retry_delay; /* under grow_lock */
     pthread_mutex_t grow_lock; /* starting workers (creation and retries) */
 };
@@ -514,6 +525,67 @@ int op_runtime_spare_workers(op_qos_t qos, int *peak) {
     return (int)OP_BALANCE_SPARES(atomic_load_explicit(&pool->balance, memory_order_relaxed));
 }
 
+/* How long a placed pool's worker stays parked without work before it leaves:
+ * OPERATIONS_PLACED_POOL_IDLE_MS (read once; default 10 s). */
+static int64_t op_placed_pool_idle_ns(void) {
+    static _Atomic int64_t cached = 0;
+    /* relaxed: every thread computes the same value from the same variable. */
+    int64_t ns = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (OP_LIKELY(ns != 0)) return ns;
+    ns = INT64_C(10000) * 1000000;
+    const char *text = getenv("OPERATIONS_PLACED_POOL_IDLE_MS");
+    if (text && *text) {
+        char *end = NULL;
+        long long ms = strtoll(text, &end, 10);
+        if (end != text && *end == '\0' && ms > 0) ns = (int64_t)ms * 1000000;
+    }
+    atomic_store_explicit(&cached, ns, memory_order_relaxed);
+    return ns;
+}
+
+/* A placed pool's worker found nothing to do for a whole idle period (or another one left and
+ * passed the word on): it leaves if it is the highest-numbered worker with a thread, so the
+ * slots [0, created) keep theirs, and wakes the others, one of which is then the highest.
+ * True when it may exit: its slot is then free for the next start, which the next token push
+ * makes (op_pool_push_token sees the pool short). */
+static bool op_pool_worker_leaves_idle(op_pool *pool, op_worker *worker) {
+    pthread_mutex_lock(&pool->grow_lock);
+    int created = atomic_load_explicit(&pool->created, memory_order_relaxed);
+    if (worker->index != created - 1 || !op_local_run_queue_is_empty(&worker->local)) {
+        pthread_mutex_unlock(&pool->grow_lock);
+        return false;
+    }
+    /* Our slot's fields are reset before the slot is given up: a start may reuse it at once. */
+    atomic_store_explicit(&worker->tid, 0, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&pool->started, 1, memory_order_relaxed);
+    /* seq_cst store, then a fence and a look at the tokens: Dekker with op_pool_push_token
+     * (push, fence, read `created`). Either the pusher sees the pool short and starts a worker,
+     * or we see its token and stay. */
+    atomic_store_explicit(&pool->created, created - 1, memory_order_seq_cst);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (op_pool_has_tokens(pool)) {
+        atomic_store_explicit(&pool->created, created, memory_order_relaxed);
+        atomic_fetch_add_explicit(&pool->started, 1, memory_order_relaxed);
+        atomic_store_explicit(&worker->tid, op_current_tid(), memory_order_relaxed);
+        /* relaxed: a hint read by parked workers; cleared while work comes. */
+        atomic_store_explicit(&pool->leaving, false, memory_order_relaxed);
+        pthread_mutex_unlock(&pool->grow_lock);
+        return false;
+    }
+    /* The next push restarts workers at once (no backoff: nothing failed). */
+    atomic_store_explicit(&pool->retry_at, 0, memory_order_relaxed);
+    bool more = created - 1 > 0;
+    atomic_store_explicit(&pool->leaving, more, memory_order_relaxed);
+    pthread_mutex_unlock(&pool->grow_lock);
+    /* A pusher that saw the pool short while we held grow_lock could not start a worker (its
+     * retry only tries the lock): look once more now that it is free. seq_cst fence: after our
+     * unlock, before the look at the tokens, as in the Dekker pair above. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (op_pool_has_tokens(pool)) op_pool_retry_workers(pool);
+    if (more) op_event_notify(&pool->event, INT32_MAX); /* the next highest leaves too */
+    return true;
+}
+
 static void *op_worker_main(void *arg) {
     op_worker *worker = arg;
     op_pool *pool = worker->pool;
@@ -586,13 +658,25 @@ static void *op_worker_main(void *arg) {
                 if (token) {
                     op_event_cancel_wait(&pool->event);
                 } else if (!worker->spare) {
-                    op_event_wait(&pool->event, key, OP_WAIT_FOREVER);
+                    /* A placed pool's workers leave after a while without work (finding: one
+                     * pool per CPU set and class for the life of the process); the default
+                     * pools' stay. */
+                    int rc = op_event_wait(&pool->event, key,
+                                           pool->placement ? op_placed_pool_idle_ns() : OP_WAIT_FOREVER);
                     /* Woken: take work here, so that finding it wakes the next helper below.
                      * Without that only searchers woke helpers: a burst of tokens pushed while
                      * one worker searched (no push wakes anyone then) woke one helper, and on
                      * 16 CPUs the other tokens waited behind blocked workers (issue 14). */
                     token = op_pool_take_token(pool, worker->node);
-                    if (!token) continue;
+                    if (!token) {
+                        if (pool->placement &&
+                            (rc == ETIMEDOUT ||
+                             atomic_load_explicit(&pool->leaving, memory_order_relaxed)) &&
+                            op_pool_worker_leaves_idle(pool, worker)) {
+                            return NULL; /* touches nothing of the slot any more */
+                        }
+                        continue;
+                    }
                 } else {
                     op_event_wait(&pool->event, key, OP_SPARE_IDLE_NS);
                     continue; /* retires at the top when surplus */
@@ -683,11 +767,14 @@ static void op_pool_retry_workers(op_pool *pool) {
         now >= atomic_load_explicit(&pool->retry_at, memory_order_relaxed)) {
         int rc = op_pool_start_workers(pool);
         if (rc != 0) {
+            if (!atomic_exchange_explicit(&pool->start_failed, true, memory_order_relaxed)) {
+                op_pool_report_short(pool, rc); /* workers that left when idle came back short */
+            }
             pool->retry_delay = pool->retry_delay * 2 < OP_RETRY_MAX_NS ? pool->retry_delay * 2
                                                                         : OP_RETRY_MAX_NS;
             atomic_store_explicit(&pool->retry_at, op_now_ns() + pool->retry_delay,
                                   memory_order_relaxed);
-        } else {
+        } else if (atomic_exchange_explicit(&pool->start_failed, false, memory_order_relaxed)) {
             fprintf(stderr, "operations: all %d workers of class %d%s run now.\n", pool->size,
                     pool->qos, pool->placement ? " (a placed pool)" : "");
         }
@@ -716,7 +803,8 @@ static void op_pool_retry_spare(op_pool *pool) {
 
 static void op_pool_retry(op_pool *pool) {
     if (!pool) return;
-    if (atomic_load_explicit(&pool->created, memory_order_relaxed) < pool->size) {
+    if (atomic_load_explicit(&pool->start_failed, memory_order_relaxed) &&
+        atomic_load_explicit(&pool->created, memory_order_relaxed) < pool->size) {
         op_pool_retry_workers(pool);
     }
     op_pool_retry_spare(pool);
@@ -765,6 +853,8 @@ static op_pool *op_pool_create(int qos, const op_placement *placement) {
     atomic_init(&pool->spares_peak, 0);
     atomic_init(&pool->spare_serial, 0);
     atomic_init(&pool->created, 0);
+    atomic_init(&pool->start_failed, false);
+    atomic_init(&pool->leaving, false);
     atomic_init(&pool->retry_at, 0);
     atomic_init(&pool->spare_short, false);
     pool->retry_delay = OP_RETRY_FIRST_NS / 2; /* doubled before the first wait */
@@ -791,6 +881,7 @@ static op_pool *op_pool_create(int qos, const op_placement *placement) {
     pthread_mutex_lock(&pool->grow_lock);
     int rc = op_pool_start_workers(pool);
     if (rc != 0) {
+        atomic_store_explicit(&pool->start_failed, true, memory_order_relaxed);
         pool->retry_delay = OP_RETRY_FIRST_NS;
         atomic_store_explicit(&pool->retry_at, op_now_ns() + pool->retry_delay,
                               memory_order_relaxed);

@@ -32,7 +32,9 @@
  *   Per QoS class, one worker per CPU of the process's affinity mask (any size: masks beyond
  *   CPU_SETSIZE are read with CPU_ALLOC'd sets), pinned, started on first
  *   use; spares while bodies block (op_runtime_spare_workers); and one monitor thread for the
- *   process ("op-monitor"), which sleeps while no work waits.
+ *   process ("op-monitor"), which sleeps while no work waits. The workers of a placed queue's
+ *   pool (op_queue_set_cpus) leave after OPERATIONS_PLACED_POOL_IDLE_MS (default 10000) ms
+ *   without work and are started again by its next task.
  *   When a thread cannot be started (EAGAIN: a container's pids.max, RLIMIT_NPROC), no call
  *   aborts: a class runs with the workers that started (op_runtime_worker_count says how many),
  *   one line on stderr says what failed and what to do (raise pids.max or RLIMIT_NPROC, or
@@ -70,6 +72,7 @@
  *                            (found through /proc/self/cgroup and /proc/self/mountinfo): the
  *                            directory is taken as the process's own cgroup, with cgroup v2's
  *                            cpu.max or v1's cpu.cfs_quota_us and cpu.cfs_period_us (for tests).
+ *   OPERATIONS_PLACED_POOL_IDLE_MS=<ms>  how long a placed pool's idle workers stay (10000).
  *   For tests only (fault injection, read once before the first thread starts):
  *   OPERATIONS_FAULT_THREAD_CREATE=N or N-M  the core's Nth thread creation and later ones (or
  *                            the Nth to the Mth) fail with EAGAIN, counted from 1 per process.
