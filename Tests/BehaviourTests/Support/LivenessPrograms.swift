@@ -458,7 +458,12 @@ final class LivenessAsyncOperation: Operation, @unchecked Sendable {
 
     override func cancel() {
         super.cancel()
-        if finishesOnCancel { finish() }
+        // Foundation on Linux loses count of an asynchronous operation that finishes before its
+        // queue started it: it runs its completion block twice, and at times operationCount
+        // never drops again, so waitUntilAllOperationsAreFinished() hangs (seed
+        // 2859023860086661320 did, 1 program in 63). There, cancel() finishes it only once it
+        // started; Operations gets the whole pattern (Apple's: the queue retires it).
+        if finishesOnCancel && (!onFoundation || didWork) { finish() }
     }
 
     /// Idempotent: the first caller announces the finish.
@@ -705,8 +710,16 @@ final class LivenessRun: @unchecked Sendable {
             }
             let operation = operations[index]
             if !operation.isFinished { problems.append("#\(index): not finished") }
-            if spec.completion && completionRuns[index].current != 1 {
-                problems.append("#\(index): completion block ran \(completionRuns[index].current) times")
+            let completed = completionRuns[index].current
+            if spec.completion && completed != 1 {
+                // Foundation on Linux runs the completion block of an asynchronous operation that
+                // finished itself before its queue started it once more when the queue gets to it
+                // ("went isFinished=YES without being started by the queue it is in"): a bug of
+                // Foundation's, not held against it here.
+                // (Not generated there any more: see LivenessAsyncOperation.cancel().)
+                let foundationRerun = onFoundation && completed > 1
+                    && (operation as? LivenessAsyncOperation).map { $0.finishesOnCancel && !$0.didWork } == true
+                if !foundationRerun { problems.append("#\(index): completion block ran \(completed) times") }
             }
             if let async = operation as? LivenessAsyncOperation {
                 if mustNotRun.contains(index) && async.didWork { problems.append("#\(index): cancelled before it could start, yet began its work") }
