@@ -305,15 +305,11 @@ struct LivenessProgram: CustomStringConvertible {
                 let queue = random.int(0...(queueCount - 1))
                 switch random.int(0...9) {
                 case 0, 1:
-                    // Cancel an added operation, or (rarely) one not added yet.
-                    // Not one that finishes itself when cancelled: a finished operation may not
-                    // be added to a queue.
-                    let bound = min(opCount - 1, index + (random.chance(0.2) ? 3 : 0))
-                    let candidates = addable.filter { candidate in
-                        if candidate < index { return true }
-                        if case .async(_, true) = ops[candidate].kind { return false }
-                        return candidate <= bound
-                    }
+                    // Cancel an added operation.
+                    // Only added ones: Foundation on Linux deadlocks on its own queue lock when
+                    // an operation cancelled before it was added goes to a suspended serial
+                    // queue behind a barrier (seed 13106413651715530658, before this rule).
+                    let candidates = addable.filter { $0 < index }
                     if !candidates.isEmpty { steps.append(.cancel(random.pick(candidates))) }
                 case 2:
                     if random.chance(0.3) { steps.append(.cancelAll(queue: queue)) }
@@ -666,8 +662,13 @@ final class LivenessRun: @unchecked Sendable {
         progress.withLock { $0 = "waiting for \(expectedCompletions) completion blocks" }
         // Completion blocks may run after waitUntilAllOperationsAreFinished returned.
         while !completions.wait(for: expectedCompletions, seconds: 1) {}
-        progress.withLock { $0 = "waiting for \(expectedDeinits) deinit waits" }
-        while !deinitsDone.wait(for: expectedDeinits, seconds: 1) {}
+        // Foundation on Linux at times keeps a finished closure operation (and what it captured)
+        // alive past its queue's drain (seed 17801196403012089911 never freed it): there the
+        // deinit waits are not waited for. Operations must free them, and the waits must return.
+        if !onFoundation {
+            progress.withLock { $0 = "waiting for \(expectedDeinits) deinit waits" }
+            while !deinitsDone.wait(for: expectedDeinits, seconds: 1) {}
+        }
         progress.withLock { $0 = "done" }
     }
 
