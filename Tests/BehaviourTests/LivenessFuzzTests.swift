@@ -94,7 +94,27 @@ struct LivenessRegressionSeed: CustomTestStringConvertible, Sendable {
 
 enum LivenessSeeds {
     /// Seeds found by the fuzzer: each completes on Foundation and must complete on Operations.
+    /// Found on h-fuzzer over Operations at e92644b (2 CPUs); the known hangs are being fixed.
     static let regression: [LivenessRegressionSeed] = [
+        // Known hang (1): a default-width queue whose bodies, as many as the CPUs (#1 semaphore,
+        // #3 pipe read), block invisibly on later operations of the same queue (#18, #28); the
+        // queue starts nothing else (operationCount 36, two executing).
+        LivenessRegressionSeed(seed: 15435449093330890853, pattern: "invisible waits on later ops of the same default-width queue", knownHangOnOperations: true),
+        // Known hang (3): a closure operation's captured object waits in its deinit for its
+        // own queue; every queue drained (operationCount 0) but waitUntilAllOperationsAreFinished
+        // of that queue never returns (the deinit spins).
+        LivenessRegressionSeed(seed: 9544032752237689166, pattern: "deinit waits for its own queue", knownHangOnOperations: true),
+        LivenessRegressionSeed(seed: 170033460763038267, pattern: "deinit waits for its own queue, with a barrier", knownHangOnOperations: true),
+        // Known hang (3), with cancel-finishing asynchronous operations cancelled (pattern (2)
+        // is in the program too).
+        LivenessRegressionSeed(seed: 5024927001497513250, pattern: "deinit waits for its own queue; cancel-finishing async ops", knownHangOnOperations: true),
+        LivenessRegressionSeed(seed: 2404648775173587830, pattern: "deinit waits for its own queue; cancel-finishing async ops held by a dependency", knownHangOnOperations: true),
+        // Known hang (2): asynchronous operations that finish themselves in cancel(), cancelled
+        // before their queue started them: their slots are never returned (width-4 queue, 3
+        // operations left, none executing). Found first on Foundation, which has bugs of its own
+        // there (completion block twice, operationCount stuck; kept out of its programs).
+        LivenessRegressionSeed(seed: 2859023860086661320, pattern: "cancel-finishing async ops cancelled before start on a width-4 queue", knownHangOnOperations: true),
+        LivenessRegressionSeed(seed: 13328119890960302541, pattern: "cancel-finishing async op cancelled before start; 4 invisible waiters", knownHangOnOperations: true),
     ]
 }
 
