@@ -24,6 +24,12 @@ enum LivenessOutcome {
     case hung(report: String)
 }
 
+/// Every run's operations stay alive to the end of the process: Foundation on Linux follows
+/// unretained pointers to an operation's dependents while it announces isFinished, which an
+/// asynchronous operation's finish() may still be doing on another thread after the program
+/// completed (a freed dependent crashed the Foundation run in Operation.observeValue).
+let livenessRunsKeptAlive = Recorder<LivenessRun>()
+
 enum LivenessFuzz {
     static func environment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
 
@@ -35,6 +41,7 @@ enum LivenessFuzz {
     static func run(seed: UInt64, deadline: Double = programDeadline) -> (LivenessProgram, LivenessOutcome) {
         let program = LivenessProgram(seed: seed)
         let run = LivenessRun(program)
+        livenessRunsKeptAlive.append(run)
         let started = ContinuousClock.now
         let done = onNewThread { run.run() }
         if done.wait(seconds: deadline) {
