@@ -144,6 +144,11 @@ void op_monitor_start(op_monitor_tick_fn tick) {
     pthread_once(&op_monitor_once, op_monitor_create);
 }
 
+bool op_monitor_is_asleep(void) {
+    /* relaxed: a snapshot for a diagnostic report. */
+    return atomic_load_explicit(&op_monitor_state, memory_order_relaxed) == OP_MONITOR_ASLEEP;
+}
+
 void op_monitor_poke(void) {
     /* relaxed: the caller's seq_cst fence after its push orders this read (see the Dekker
      * note in op_monitor_main). */

@@ -320,11 +320,11 @@ int op_task_complete(op_task_t *task) {
         if (!op_queue_release_slot(queue, false)) {
             op_queue_busy_sub(queue, 2); /* the task and its slot: our last touch of queue */
         } else {
-            /* Re-claimed for waiting work: hand the slot to a worker. The slot's unit keeps the
-             * queue alive across the subtraction; pushing the token is our last touch. */
-            op_pool *pool = op_queue_pool(queue);
-            op_queue_busy_sub(queue, 1);
-            op_pool_push_token(pool, &queue->token);
+            /* Re-claimed for waiting work: hand the slot to a worker, then give back the task's
+             * unit (it keeps the queue alive across the push; the subtraction is our last touch
+             * and may release contexts whose deinits wait for this queue). */
+            op_pool_push_token(op_queue_pool(queue), &queue->token);
+            op_queue_busy_sub(queue, 1); /* after the push: see op_queue_busy_sub */
         }
     }
     return 0;

@@ -106,8 +106,31 @@ static void op_drain_leave_with_token(op_queue_t *queue, op_pool *pool, uint64_t
     op_drain_put_back(queue);
     uint64_t sub = finished + op_tls_drain.credit;
     op_drain_detach();
-    op_queue_busy_sub(queue, sub);
+    /* The token first, then our units: a compaction in the subtraction may release contexts
+     * whose deinits wait for this queue, which must not wait for a slot we still hold. Our
+     * units keep the queue alive across the push; the subtraction is our last touch. */
     op_pool_push_token(pool, &queue->token);
+    op_queue_busy_sub(queue, sub);
+}
+
+/* A batch of finishes made a compaction of the queue's registry due: the releases it runs call
+ * user code (a context's deinit) that may wait for this very queue, so they must run while this
+ * thread holds no unit of it. So the drainer leaves: what it held goes back, its slot is given
+ * back (or, if work waits, handed to the pool as a token), and it compacts holding a plain
+ * reference only. One token round trip per compaction (hundreds of tasks at least). */
+static void op_drain_leave_to_compact(op_queue_t *queue) {
+    op_drain_put_back(queue);
+    uint64_t sub = op_tls_drain.credit + 1; /* our credit and our slot's unit */
+    op_drain_detach();
+    op_queue_retain(queue);
+    if (op_queue_release_slot(queue, false)) {
+        /* Work waits: the slot we claimed again goes to the pool with its unit. */
+        op_pool_push_token(op_queue_pool(queue), &queue->token);
+        sub--;
+    }
+    op_queue_busy_sub(queue, sub);
+    op_registry_compact_if_idle(queue);
+    op_queue_release(queue);
 }
 
 /* Serves `queue` with this worker's local run queue while the queue is wide. */
@@ -325,7 +348,13 @@ void op_drain_token(op_token *token) {
                                                               memory_order_relaxed)) >
                         op_queue_effective_width(queue))) {
             op_drain_put_back(queue); /* while we still hold the slot */
-            if (op_queue_shrink_slot(queue)) break;
+            if (op_queue_shrink_slot(queue)) {
+                /* The queue is at its (new) width now: if work waits behind it while the other
+                 * drainers' bodies block, the monitor must know (a body narrowed it, or made a
+                 * default width of fewer slots than were running). */
+                op_queue_note_waiting_at_width(queue);
+                break;
+            }
         }
         if (OP_UNLIKELY(!op_pool_serves(pool, queue))) {
             /* The queue moved to another class or was placed elsewhere: hand our slot to the
@@ -382,9 +411,14 @@ void op_drain_token(op_token *token) {
         finished++;
         op_task_release(task); /* the queue's reference */
         if (OP_UNLIKELY(finished >= OP_FINISH_BATCH)) {
+            bool compact = queue->tracking && op_registry_compaction_due(queue, finished);
             /* Our slot's unit keeps busy above zero: this never takes the queue idle. */
-            op_queue_busy_sub(queue, finished);
+            op_queue_busy_sub_held(queue, finished);
             finished = 0;
+            if (compact) {
+                op_drain_leave_to_compact(queue);
+                return;
+            }
         }
         if (--budget == 0) {
             budget = OP_DRAIN_BUDGET;

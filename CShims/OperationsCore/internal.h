@@ -257,10 +257,10 @@ struct op_queue {
      * drainers that ran dry and look for more before giving their slot back (OP_SLOTS_*). */
     alignas(OP_CACHE_LINE) _Atomic uint64_t slots;
     _Atomic int32_t width;                           /* as set; OP_WIDTH_DEFAULT allowed */
-    /* The pool counting this queue as one whose work waits behind its width (a default-width
-     * queue whose running tasks may all be blocked where the core cannot see), or NULL; see
-     * op_queue_note_waiting_at_width. On the `slots` line, which a dispatch reads anyway. */
-    op_pool *_Atomic waits_at_width;
+    /* Counted as a queue whose work waits behind its width (a default-width queue whose running
+     * tasks may all be blocked where the core cannot see); see op_queue_note_waiting_at_width.
+     * On the `slots` line, which a dispatch reads anyway. */
+    _Atomic bool waits_at_width;
     _Atomic uint32_t bands_used; /* bit per band that ever held a task in `ready`; set once */
     _Atomic bool suspended;
     _Atomic int32_t qos;
@@ -340,6 +340,9 @@ bool op_queue_claim_for_drainer(op_queue_t *queue, op_task_t *task, uint32_t sta
  * False when the caller must push it into the bands and dispatch as usual. */
 bool op_queue_push_local(op_queue_t *queue, op_task_t *task, bool job);
 
+/* Marks a default-width queue that is at its width with ready work waiting, for the blocked-
+ * worker monitor (see queue.c); does nothing otherwise. One relaxed load when already marked. */
+void op_queue_note_waiting_at_width(op_queue_t *queue);
 /* Number of slots the queue may hold at once, with the default resolved against its pool. */
 int op_queue_effective_width(op_queue_t *queue);
 /* Claims up to max_tokens slots for ready tasks and hands them to the pool as tokens, then
@@ -356,8 +359,14 @@ bool op_queue_ramp_up(op_queue_t *queue, bool work_waits);
  * worker for the bands: the caller dispatches when *pushed_shared. Returns 0 or EBUSY. */
 int op_queue_submit_one(op_queue_t *queue, op_task_t *task, bool allow_local, bool *pushed_shared);
 void op_queue_busy_add(op_queue_t *queue, uint64_t count);
-/* Subtracts from busy; at zero wakes waiters and drops the busy reference (may free). */
+/* Subtracts from busy; at zero wakes waiters and drops the busy reference (may free). On a
+ * tracking queue it may compact the registry, releasing finished contexts (user code that may
+ * wait for this queue): call it only holding no other unit of the queue that such a wait would
+ * need (a slot), or use op_queue_busy_sub_held. */
 void op_queue_busy_sub(op_queue_t *queue, uint64_t count);
+/* Subtracts units while the caller still holds others (its slot): never reaches zero, never
+ * compacts. */
+void op_queue_busy_sub_held(op_queue_t *queue, uint64_t count);
 /* idle_wait.c: the queue just went idle (busy reached 0) and idle_waiters was non-zero: wake
  * the blocked waits and run the idle notices. */
 void op_queue_wake_idle_waiters(op_queue_t *queue);
@@ -480,10 +489,11 @@ op_local_run_queue *op_worker_local_run_queue(void);
 void *op_pool_steal(op_pool *pool, op_local_run_queue *thief, const void *tag);
 /* True when some worker's local run queue may hold a task of the queue `tag` stands for. */
 bool op_pool_local_work(op_pool *pool, const void *tag);
-/* A queue of the pool has work waiting behind its width (+1), or no longer (-1): while any has,
- * the blocked-worker monitor looks at the pool's workers as it does while tokens wait (a task
- * asleep in its body may hold the slot that work needs). +1 wakes the monitor. */
-void op_pool_count_queue_waiting_at_width(op_pool *pool, int delta);
+/* A queue has work waiting behind its width (+1), or no longer (-1): while any has, the
+ * blocked-worker monitor looks at every pool's workers as it does at a pool whose tokens wait (a
+ * task asleep in its body may hold the slot that work needs, on whichever pool it started: the
+ * queue's QoS or placement may have changed since). +1 wakes the monitor. */
+void op_pool_count_queue_waiting_at_width(int delta);
 
 /* What a worker or spare (the calling thread) offers the code that runs tasks on it: */
 /* Before a task runs: the class's current nice value is applied; returns the nice it runs at. */
@@ -513,6 +523,8 @@ void op_monitor_start(op_monitor_tick_fn tick);
 /* A token was handed out, or a task kept in a local run queue (after the pusher's seq_cst
  * fence): wakes the monitor if it sleeps. */
 void op_monitor_poke(void);
+/* Whether the monitor sleeps until poked (for op_runtime_describe). */
+bool op_monitor_is_asleep(void);
 /* Whether the kernel reports thread `tid` of this process asleep (state S or D). */
 bool op_thread_is_asleep(int tid);
 

@@ -64,7 +64,7 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     atomic_init(&queue->busy, 0);
     atomic_init(&queue->slots, 0);
     atomic_init(&queue->width, width);
-    atomic_init(&queue->waits_at_width, NULL);
+    atomic_init(&queue->waits_at_width, false);
     atomic_init(&queue->bands_used, 0);
     atomic_init(&queue->suspended, false);
     atomic_init(&queue->qos, (int32_t)qos);
@@ -173,6 +173,13 @@ void op_queue_busy_sub(op_queue_t *queue, uint64_t count) {
     op_queue_release(queue); /* the busy reference; may free the queue */
 }
 
+void op_queue_busy_sub_held(op_queue_t *queue, uint64_t count) {
+    /* seq_cst, as every change of busy (the waiters' Dekker pair); the caller holds other units,
+     * so this never reaches zero. */
+    OP_RACE_WINDOW("busy: a batch of finishes, before the subtraction");
+    atomic_fetch_sub_explicit(&queue->busy, count, memory_order_seq_cst);
+}
+
 /* Where a claim looks for the work it claims a slot for. */
 typedef enum {
     OP_WORK_KNOWN,    /* the caller knows of some */
@@ -207,37 +214,40 @@ static bool op_queue_claim_slot(op_queue_t *queue, uint64_t word, bool yield_to_
  * sleep) keeps its slot, and with one slot per CPU, as many such bodies as CPUs leave nothing for
  * the work that would unblock them. The monitor finds such bodies only where it looks: pools with
  * waiting tokens or local work, and pools counting a queue whose work waits behind its width.
- * A dispatch that could not claim a slot because the queue is at its width marks the queue here
- * (once, until it is cleared): the monitor then watches the pool's workers, and one asleep in a
- * task of this queue for a whole tick gets its slot lent and a spare to run the waiting work.
+ * A dispatch that could not claim a slot because the queue is at its width, or a drainer that
+ * could not draw one more for the work behind the task it took, marks the queue here
+ * (once, until it is cleared): the monitor then watches every pool's workers (the bodies that
+ * hold the slots may have started on another pool before a QoS or placement change), and one
+ * asleep in a task for a whole tick gets its slot lent and a spare to run the waiting work.
  * Queues of explicit width lend nothing (their width is a limit the caller chose), so they are
  * not marked. */
-static void op_queue_note_waiting_at_width(op_queue_t *queue) {
-    /* relaxed: the common case on a busy queue is "already marked"; the CAS decides. */
+void op_queue_note_waiting_at_width(op_queue_t *queue) {
+    /* relaxed: the common case on a busy queue is "already marked"; the exchange decides. */
     if (atomic_load_explicit(&queue->waits_at_width, memory_order_relaxed)) return;
     if (atomic_load_explicit(&queue->width, memory_order_relaxed) >= 0) return;
     if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) return;
     uint64_t word = atomic_load_explicit(&queue->slots, memory_order_relaxed);
     if (op_slots_idle(word) != 0 || op_slots_running(word) < op_queue_effective_width(queue)) return;
     if (!op_queue_has_ready(queue)) return;
-    op_pool *pool = op_queue_pool(queue);
-    op_pool *expected = NULL;
-    /* acq_rel: one marker counts the queue in one pool, and the clearing exchange returns that
-     * pool to whoever uncounts it. */
-    if (atomic_compare_exchange_strong_explicit(&queue->waits_at_width, &expected, pool,
-                                                memory_order_acq_rel, memory_order_relaxed)) {
-        op_pool_count_queue_waiting_at_width(pool, +1);
+    /* acq_rel: one marker counts the queue, and exactly one clearer uncounts it. */
+    if (!atomic_exchange_explicit(&queue->waits_at_width, true, memory_order_acq_rel)) {
+        op_pool_count_queue_waiting_at_width(+1);
     }
 }
 
-/* The queue gives a slot back or goes idle: its work no longer waits behind its width (if some
- * does after all, the next dispatch that finds it at its width marks it again). */
+/* A slot was given back or the queue went idle: unless work still waits behind its width, the
+ * mark goes. Cleared first, then looked again (a seq_cst exchange and fence against the marker's
+ * push, fence and load of the mark: a submitter that saw the mark set and so did not mark again
+ * pushed before our look, and we see its work), and marked again if work still waits: a slot
+ * given back by one drainer while the others' bodies block leaves the queue at its width. */
 static void op_queue_clear_waiting_at_width(op_queue_t *queue) {
     /* relaxed first look: one load on the path of every drainer that leaves. */
     if (OP_LIKELY(!atomic_load_explicit(&queue->waits_at_width, memory_order_relaxed))) return;
-    /* acq_rel: pairs with the marking CAS; exactly one clearer uncounts. */
-    op_pool *pool = atomic_exchange_explicit(&queue->waits_at_width, NULL, memory_order_acq_rel);
-    if (pool) op_pool_count_queue_waiting_at_width(pool, -1);
+    /* seq_cst: see above; exactly one clearer uncounts. */
+    if (!atomic_exchange_explicit(&queue->waits_at_width, false, memory_order_seq_cst)) return;
+    op_pool_count_queue_waiting_at_width(-1);
+    atomic_thread_fence(memory_order_seq_cst);
+    op_queue_note_waiting_at_width(queue);
 }
 
 void op_queue_dispatch_sub(op_queue_t *queue, int max_tokens, uint64_t sub) {
@@ -293,6 +303,10 @@ bool op_queue_ramp_up(op_queue_t *queue, bool work_waits) {
     /* The bands only: looking at every worker's local run queue on each pop would cost more than
      * the drainer it might draw. */
     if (!op_queue_claim_slot(queue, word, true, work_waits ? OP_WORK_KNOWN : OP_WORK_IN_BANDS)) {
+        /* At its width with work behind the task we took (a resume or a wider width claimed
+         * the slots, no submit failed since): the other place that sees work wait behind the
+         * width. One relaxed load when already marked. */
+        op_queue_note_waiting_at_width(queue);
         return false;
     }
     op_queue_hand_out_claimed(queue);
@@ -453,22 +467,23 @@ void op_queue_stash(op_queue_t *queue, op_task_t *task) {
 }
 
 bool op_queue_release_slot(op_queue_t *queue, bool idle) {
-    /* Before the slot goes: whatever waits is found by the re-check below or by the claims of
-     * the submitters that see the free slot; one that still finds the queue at its width marks
-     * it again. */
-    op_queue_clear_waiting_at_width(queue);
     /* seq_cst: giving the slot back, then re-reading the bands and the local run queues, is our
      * half of the Dekker pair with producers (push, fence, read slots). */
     uint64_t mark = 1 + (idle ? OP_SLOTS_IDLE_ONE : 0);
     uint64_t word = atomic_fetch_sub_explicit(&queue->slots, mark, memory_order_seq_cst) - mark;
     OP_RACE_WINDOW("release a slot: given back, before the re-check");
+    bool claimed = false;
     /* A producer skips claiming a slot only when it sees the queue at its width, or a drainer
      * idle; if neither could have been because of us, any producer that pushed meanwhile saw a
      * free slot and no idle drainer of ours, and claimed one itself: nothing to re-check. */
-    if (!idle && op_slots_running(word) + 1 < op_queue_effective_width(queue)) return false;
-    atomic_thread_fence(memory_order_seq_cst);
-    /* Another drainer that idles takes the work (it looks again before it leaves). */
-    return op_queue_claim_slot(queue, word, true, OP_WORK_ANYWHERE);
+    if (idle || op_slots_running(word) + 1 >= op_queue_effective_width(queue)) {
+        atomic_thread_fence(memory_order_seq_cst);
+        /* Another drainer that idles takes the work (it looks again before it leaves). */
+        claimed = op_queue_claim_slot(queue, word, true, OP_WORK_ANYWHERE);
+    }
+    /* Our caller's units keep the queue alive here. */
+    op_queue_clear_waiting_at_width(queue);
+    return claimed;
 }
 
 /* With the default width (one running task per worker) a blocked task's worker is handed to a
@@ -745,3 +760,25 @@ void op_queue_set_context(op_queue_t *queue, void *context, op_task_fn retain, o
 }
 
 void *op_queue_context(const op_queue_t *queue) { return queue ? queue->context : NULL; }
+
+size_t op_queue_describe(const op_queue_t *queue, char *buffer, size_t size) {
+    if (!queue) return (size_t)snprintf(buffer, size, "(no queue)");
+    op_queue_t *q = (op_queue_t *)queue;
+    /* relaxed: a snapshot for a report; nothing is decided on it. */
+    uint64_t busy = atomic_load_explicit(&q->busy, memory_order_relaxed);
+    uint64_t slots = atomic_load_explicit(&q->slots, memory_order_relaxed);
+    int width = atomic_load_explicit(&q->width, memory_order_relaxed);
+    int n = snprintf(buffer, size,
+                     "queue \"%s\": busy %llu (unfinished tasks + slots + credit), slots %d running"
+                     " / %u idle, width %d (effective %d), %s, qos %d, ready tasks %s, stashed %u,"
+                     " waiting behind its width %s, placed %s",
+                     q->label ? q->label : "", (unsigned long long)busy, op_slots_running(slots),
+                     op_slots_idle(slots), width, op_queue_effective_width(q),
+                     atomic_load_explicit(&q->suspended, memory_order_relaxed) ? "suspended" : "running",
+                     (int)atomic_load_explicit(&q->qos, memory_order_relaxed),
+                     op_queue_has_ready(q) ? "maybe" : "none",
+                     atomic_load_explicit(&q->stashed, memory_order_relaxed),
+                     atomic_load_explicit(&q->waits_at_width, memory_order_relaxed) ? "yes" : "no",
+                     atomic_load_explicit(&q->placement, memory_order_relaxed) ? "yes" : "no");
+    return n < 0 ? 0 : (size_t)n;
+}

@@ -87,31 +87,21 @@ static op_task_t *op_registry_compact_locked(op_queue_t *queue) {
     return removed;
 }
 
-/* A batch of releases running on this thread (op_registry_release_removed): what of `queue`'s
- * `releasing` count is this thread's own. A release may run user code (a deinit) that waits for
- * the queue, and op_registry_compact_now must not wait for the release it is called from. */
+/* The batches of releases running on this thread (op_registry_release_removed), innermost
+ * first. A release may run user code (a context's deinit) that waits for a queue; such a wait
+ * must not wait for releases in flight (op_registry_compact_now): not for its own, which cannot
+ * end before it returns, nor for another thread's, whose deinit may be waiting the same way (two
+ * deinits on two threads, each waiting for the other's release, spun for ever). */
 typedef struct op_release_batch {
-    op_queue_t *queue;
-    uint64_t left; /* this batch's units still counted in queue->releasing */
     struct op_release_batch *outer;
 } op_release_batch;
 static _Thread_local op_release_batch *op_tls_release_batches;
-
-/* The units of queue->releasing that belong to batches running on this thread. */
-static uint64_t op_registry_releasing_here(op_queue_t *queue) {
-    uint64_t here = 0;
-    for (op_release_batch *batch = op_tls_release_batches; batch; batch = batch->outer) {
-        if (batch->queue == queue) here += batch->left;
-    }
-    return here;
-}
 
 /* Releases what compaction removed: each context (release_context), then the registry's
  * reference on the task. Called without the registry lock. */
 static void op_registry_release_removed(op_queue_t *queue, op_task_t *removed) {
     if (!removed) return;
-    op_release_batch batch = {.queue = queue, .left = 0, .outer = op_tls_release_batches};
-    for (op_task_t *task = removed; task; task = task->registry_next) batch.left++;
+    op_release_batch batch = {.outer = op_tls_release_batches};
     op_tls_release_batches = &batch;
     op_task_fn release = queue->release_context;
     while (removed) {
@@ -119,7 +109,6 @@ static void op_registry_release_removed(op_queue_t *queue, op_task_t *removed) {
         OP_RACE_WINDOW("registry: before releasing a finished context");
         if (release) release(op_task_user_context(removed));
         op_task_release(removed);
-        batch.left--;
         /* release: a waiter that sees the count drop sees the context released. */
         atomic_fetch_sub_explicit(&queue->releasing, 1, memory_order_release);
         removed = next;
@@ -162,12 +151,12 @@ void op_registry_compact_now(op_queue_t *queue) {
     pthread_mutex_lock(&queue->registry_lock);
     op_registry_unlock(queue, op_registry_compact_locked(queue));
     /* Another thread may still be releasing what it removed before we took the lock. Each
-     * release is short; wait for them so every finished context is released on return. Not for
-     * the releases of this very thread: we may be inside one (a deinit that waits for its own
-     * queue), and they cannot end before we return. */
-    uint64_t here = op_registry_releasing_here(queue);
+     * release is short; wait for them so every finished context is released on return. Not
+     * from inside a release (see op_release_batch): there only what we removed ourselves is
+     * released on return. */
+    if (op_tls_release_batches) return;
     int64_t start = op_now_ns();
-    while (atomic_load_explicit(&queue->releasing, memory_order_acquire) > here) {
+    while (atomic_load_explicit(&queue->releasing, memory_order_acquire) != 0) {
         op_spin_pause(op_now_ns() - start);
     }
 }

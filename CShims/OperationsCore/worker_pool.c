@@ -79,6 +79,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
@@ -144,7 +145,6 @@ struct op_pool {
     alignas(OP_CACHE_LINE) _Atomic int started;
     op_worker *workers;
     alignas(OP_CACHE_LINE) _Atomic uint64_t balance; /* see OP_BALANCE_* */
-    _Atomic int32_t queues_waiting_at_width; /* op_pool_count_queue_waiting_at_width */
     _Atomic int spares_peak;
     _Atomic int spare_serial;
     pthread_mutex_t spares_lock; /* guards spares: spares come and go, the monitor walks them */
@@ -163,6 +163,11 @@ struct op_pool {
      * not the workers of a placed pool that left because it was idle (the next token push
      * starts those). relaxed: a hint; the retry decides under grow_lock. */
     _Atomic bool start_failed;
+    /* Workers (and spares) the monitor counted blocked without lending their slot (their
+     * queue's width was explicit): the monitor keeps looking at the pool while there are any,
+     * since a body may change that width to the default at any time. relaxed: a count read by
+     * the monitor's tick; written by the monitor and by the worker at its task's end. */
+    _Atomic int32_t blocked_unlent;
     /* A placed pool's idle workers are leaving one after another (op_pool_worker_leaves_idle);
      * relaxed: a hint that makes a woken worker try to leave too. */
     _Atomic bool leaving;
@@ -312,7 +317,11 @@ void op_worker_body_end(void) {
     }
     if (OP_LIKELY(!(old & OP_RUN_LENT))) return;
     /* Counted blocked; a slot was lent only if the queue's width allowed it. */
-    if (worker->monitor_lent) worker->monitor_lent->cls->take_back_slot(worker->monitor_lent);
+    if (worker->monitor_lent) {
+        worker->monitor_lent->cls->take_back_slot(worker->monitor_lent);
+    } else {
+        atomic_fetch_sub_explicit(&worker->pool->blocked_unlent, 1, memory_order_relaxed);
+    }
     worker->monitor_lent = NULL;
     op_pool_uncount_blocked(worker->pool);
 }
@@ -388,6 +397,23 @@ static void op_pool_look_at(op_pool *pool, op_worker *worker) {
     uint64_t run = atomic_load_explicit(&worker->run, memory_order_relaxed);
     uint64_t seen = worker->monitor_seen;
     worker->monitor_seen = run;
+    if ((run & (OP_RUN_IN_TASK | OP_RUN_LENT | OP_RUN_VISIBLE_WAIT | OP_RUN_LENDING)) ==
+            (OP_RUN_IN_TASK | OP_RUN_LENT) &&
+        !worker->monitor_lent && run == seen) {
+        /* Counted blocked while its queue could not lend its slot (an explicit width), and still
+         * in that task: the width may have become the default since (a body set it), so ask
+         * again. acquire, and the worker waits at its task's end while LENDING is set, as below. */
+        if (atomic_compare_exchange_strong_explicit(&worker->run, &run, run | OP_RUN_LENDING,
+                                                    memory_order_acquire, memory_order_relaxed)) {
+            if (worker->token->cls->lend_slot(worker->token, worker->spare ? NULL : &worker->local)) {
+                worker->monitor_lent = worker->token;
+                atomic_fetch_sub_explicit(&pool->blocked_unlent, 1, memory_order_relaxed);
+            }
+            /* release: `monitor_lent` before the worker's acquiring end sees LENDING clear. */
+            atomic_fetch_and_explicit(&worker->run, ~OP_RUN_LENDING, memory_order_release);
+        }
+        return;
+    }
     if ((run & (OP_RUN_IN_TASK | OP_RUN_LENT | OP_RUN_VISIBLE_WAIT | OP_RUN_LENDING)) !=
             OP_RUN_IN_TASK ||
         run != seen) {
@@ -406,6 +432,8 @@ static void op_pool_look_at(op_pool *pool, op_worker *worker) {
     worker->monitor_lent =
         worker->token->cls->lend_slot(worker->token, worker->spare ? NULL : &worker->local)
             ? worker->token : NULL;
+    /* relaxed: a count (see blocked_unlent); the worker's end reads monitor_lent after LENT. */
+    if (!worker->monitor_lent) atomic_fetch_add_explicit(&pool->blocked_unlent, 1, memory_order_relaxed);
     /* release: the count and `monitor_lent` before LENT (the worker's acquiring end). The
      * exchange keeps a VISIBLE_WAIT bit set meanwhile. */
     atomic_fetch_xor_explicit(&worker->run, OP_RUN_LENDING | OP_RUN_LENT, memory_order_release);
@@ -423,9 +451,14 @@ static bool op_pool_holds_local_work(op_pool *pool) {
 
 /* The monitor's tick: for each pool whose tokens (or local run queues' tasks) wait, look at its
  * workers and spares. */
-void op_pool_count_queue_waiting_at_width(op_pool *pool, int delta) {
+/* Queues whose work waits behind their width (op_pool_count_queue_waiting_at_width). One word for
+ * the process: written when a queue is marked or cleared (not per task), read by the monitor's
+ * tick. */
+static alignas(OP_CACHE_LINE) _Atomic int32_t op_queues_waiting_at_width;
+
+void op_pool_count_queue_waiting_at_width(int delta) {
     /* relaxed: a count the monitor reads at its next tick; the wake-up below orders the first. */
-    int32_t before = atomic_fetch_add_explicit(&pool->queues_waiting_at_width, delta,
+    int32_t before = atomic_fetch_add_explicit(&op_queues_waiting_at_width, delta,
                                                memory_order_relaxed);
     if (delta > 0 && before == 0) {
         /* seq_cst fence: Dekker with the monitor going to sleep (it publishes ASLEEP, fences,
@@ -435,11 +468,13 @@ void op_pool_count_queue_waiting_at_width(op_pool *pool, int delta) {
     }
 }
 
-static bool op_pool_monitor_look(op_pool *pool) {
+/* Looks at the pool's workers when its tokens or local run queues wait, or (`every`) always. */
+static bool op_pool_monitor_look(op_pool *pool, bool every) {
     if (!pool) return false;
-    /* relaxed: a count; a queue marked after this look wakes the monitor again. */
-    if (!op_pool_has_tokens(pool) && !op_pool_holds_local_work(pool) &&
-        atomic_load_explicit(&pool->queues_waiting_at_width, memory_order_relaxed) <= 0) {
+    /* relaxed: counts and hints; a change after this look wakes the monitor again or is seen
+     * at its next tick. */
+    if (!every && !op_pool_has_tokens(pool) && !op_pool_holds_local_work(pool) &&
+        atomic_load_explicit(&pool->blocked_unlent, memory_order_relaxed) <= 0) {
         return false;
     }
     for (int i = 0; i < pool->size; i++) op_pool_look_at(pool, &pool->workers[i]);
@@ -452,17 +487,19 @@ static bool op_pool_monitor_look(op_pool *pool) {
 }
 
 static bool op_pool_monitor_tick(void) {
-    bool waiting = false;
+    /* relaxed: a count; a queue marked after this look wakes the monitor again. */
+    bool every = atomic_load_explicit(&op_queues_waiting_at_width, memory_order_relaxed) > 0;
+    bool waiting = every;
     for (int qos = 0; qos < OP_QOS_COUNT; qos++) {
         /* acquire: pairs with the publishing store in op_pool_for. */
-        if (op_pool_monitor_look(atomic_load_explicit(&op_pools[qos], memory_order_acquire))) {
+        if (op_pool_monitor_look(atomic_load_explicit(&op_pools[qos], memory_order_acquire), every)) {
             waiting = true;
         }
     }
     /* acquire: pairs with the publishing exchange in op_pool_for_placement. */
     for (op_pool *pool = atomic_load_explicit(&op_placed_pools, memory_order_acquire); pool;
          pool = pool->next_placed) {
-        if (op_pool_monitor_look(pool)) waiting = true;
+        if (op_pool_monitor_look(pool, every)) waiting = true;
     }
     return waiting;
 }
@@ -849,11 +886,11 @@ static op_pool *op_pool_create(int qos, const op_placement *placement) {
     atomic_init(&pool->searching, 0);
     atomic_init(&pool->started, 0);
     atomic_init(&pool->balance, 0);
-    atomic_init(&pool->queues_waiting_at_width, 0);
     atomic_init(&pool->spares_peak, 0);
     atomic_init(&pool->spare_serial, 0);
     atomic_init(&pool->created, 0);
     atomic_init(&pool->start_failed, false);
+    atomic_init(&pool->blocked_unlent, 0);
     atomic_init(&pool->leaving, false);
     atomic_init(&pool->retry_at, 0);
     atomic_init(&pool->spare_short, false);
@@ -996,4 +1033,75 @@ static void op_pool_after_fork_in_child(void) {
 
 __attribute__((constructor)) static void op_pool_install_fork_handlers(void) {
     pthread_atfork(op_pool_before_fork, op_pool_after_fork_in_parent, op_pool_after_fork_in_child);
+}
+
+/* ---- diagnostics ------------------------------------------------------------------------------ */
+
+/* Appends to a bounded buffer, counting what would have been written (as snprintf). */
+typedef struct op_report {
+    char *buffer;
+    size_t size;
+    size_t length;
+} op_report;
+
+__attribute__((format(printf, 2, 3))) static void op_report_add(op_report *report,
+                                                                 const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    size_t room = report->length < report->size ? report->size - report->length : 0;
+    int n = vsnprintf(room ? report->buffer + report->length : NULL, room, format, args);
+    va_end(args);
+    if (n > 0) report->length += (size_t)n;
+}
+
+static void op_report_worker(op_report *report, const char *kind, op_worker *worker) {
+    /* relaxed: a snapshot. */
+    uint64_t run = atomic_load_explicit(&worker->run, memory_order_relaxed);
+    int tid = atomic_load_explicit(&worker->tid, memory_order_relaxed);
+    if (tid == 0) {
+        op_report_add(report, "    %s %d: no thread\n", kind, worker->index);
+        return;
+    }
+    op_report_add(report, "    %s %d: tid %d, %llu tasks, %s%s%s%s%s\n", kind, worker->index, tid,
+                  (unsigned long long)(run >> OP_RUN_SERIAL_SHIFT),
+                  (run & OP_RUN_IN_TASK) ? "in a task" : "between tasks",
+                  (run & OP_RUN_VISIBLE_WAIT) ? ", in a visible wait" : "",
+                  (run & OP_RUN_LENT) ? ", counted blocked by the monitor" : "",
+                  (run & OP_RUN_LENT) ? (worker->monitor_lent ? " (slot lent)" : " (slot not lent)") : "",
+                  (run & OP_RUN_LENDING) ? ", being counted" : "");
+}
+
+static void op_report_pool(op_report *report, op_pool *pool) {
+    if (!pool) return;
+    uint64_t balance = atomic_load_explicit(&pool->balance, memory_order_relaxed);
+    op_report_add(report,
+                  "  pool of class %d%s: %d workers (%d with a thread), tokens %s, searching %d,"
+                  " %u blocked, %u spares\n",
+                  pool->qos, pool->placement ? " (placed)" : "", pool->size,
+                  atomic_load_explicit(&pool->created, memory_order_relaxed),
+                  op_pool_has_tokens(pool) ? "waiting" : "none",
+                  atomic_load_explicit(&pool->searching, memory_order_relaxed),
+                  OP_BALANCE_BLOCKED(balance), OP_BALANCE_SPARES(balance));
+    for (int i = 0; i < pool->size; i++) op_report_worker(report, "worker", &pool->workers[i]);
+    pthread_mutex_lock(&pool->spares_lock);
+    for (op_worker *spare = pool->spares; spare; spare = spare->next_spare) {
+        op_report_worker(report, "spare", spare);
+    }
+    pthread_mutex_unlock(&pool->spares_lock);
+}
+
+size_t op_runtime_describe(char *buffer, size_t size) {
+    op_report report = {.buffer = buffer, .size = size, .length = 0};
+    if (size) buffer[0] = '\0';
+    op_report_add(&report, "monitor %s; %d queue(s) waiting behind their width\n",
+                  op_monitor_is_asleep() ? "asleep" : "awake",
+                  atomic_load_explicit(&op_queues_waiting_at_width, memory_order_relaxed));
+    for (int qos = 0; qos < OP_QOS_COUNT; qos++) {
+        op_report_pool(&report, atomic_load_explicit(&op_pools[qos], memory_order_acquire));
+    }
+    for (op_pool *pool = atomic_load_explicit(&op_placed_pools, memory_order_acquire); pool;
+         pool = pool->next_placed) {
+        op_report_pool(&report, pool);
+    }
+    return report.length;
 }

@@ -370,6 +370,13 @@ int op_queue_cpus(const op_queue_t *queue, cpu_set_t *out);
  *  are (0: not placed). */
 size_t op_queue_cpu_list(const op_queue_t *queue, int *cpus, size_t capacity);
 
+/** Writes a one-line description of the queue's scheduling state into `buffer` (NUL-terminated,
+ *  truncated to `size`): unfinished tasks, claimed slots and idle drainers against the width,
+ *  suspension, QoS, whether ready tasks wait (in its bands or stash) and whether it is marked as
+ *  waiting behind its width for the blocked-worker monitor. For diagnosing a queue that seems
+ *  stuck; a snapshot of relaxed reads. Returns the length it needed (as snprintf). */
+size_t op_queue_describe(const op_queue_t *queue, char *buffer, size_t size);
+
 /** Attaches a context to the queue (for language bindings). While the queue has unfinished
  *  tasks the core holds the context: `retain(context)` is called when the queue goes from idle
  *  to busy, `release(context)` when it goes back to idle (after waking waiters, on the thread
@@ -456,6 +463,14 @@ typedef struct op_worker_info {
 } op_worker_info_t;
 /** Describes worker `index` of class `qos`. Returns 0 or EINVAL. */
 int op_runtime_worker_info(op_qos_t qos, int index, op_worker_info_t *out);
+
+/** Writes a multi-line description of the runtime's threads into `buffer` (NUL-terminated,
+ *  truncated to `size`): the monitor (asleep or awake), how many queues wait behind their width,
+ *  and per pool (each class, each placed set) its tokens, spares and blocked count, and per
+ *  worker its thread id, tasks run and whether it runs a task, is in a visible wait, or was
+ *  counted blocked by the monitor (with or without its slot lent). For diagnosing a process that
+ *  seems stuck; a snapshot of relaxed reads. Returns the length it needed (as snprintf). */
+size_t op_runtime_describe(char *buffer, size_t size);
 
 /** The calling thread's kernel thread id (gettid). */
 int op_current_thread_id(void);
