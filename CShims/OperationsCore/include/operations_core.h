@@ -449,7 +449,10 @@ int op_runtime_worker_count(op_qos_t qos);
  *  it sleeps, so nested waits cannot use up a class's workers (a default-width queue lends the
  *  sleeping task's slot meanwhile). A body that blocks anywhere else (a lock, a condition
  *  variable, I/O, sleep) gets the same once the runtime's monitor thread sees it asleep while
- *  work of its class waits: 10 to 20 ms after it blocked. Spares leave as soon as no blocked
+ *  work waits (in its pool, in a worker's local run queue, or behind the width of a
+ *  default-width queue — its own, waiting for a task submitted after it, say): 10 to 20 ms after
+ *  it blocked; a default-width queue then runs as many tasks as its bodies block, beyond the CPU
+ *  count. A queue of explicit width lends no slot. Spares leave as soon as no blocked
  *  thread needs them (between tasks, or within 0.2 s when parked) and never take work from the
  *  pinned workers otherwise. At most 512 per class. */
 int op_runtime_spare_workers(op_qos_t qos, int *peak);
