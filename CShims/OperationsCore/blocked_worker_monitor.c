@@ -22,13 +22,17 @@
  * the tick asks it only for a worker that has run one task for a whole tick while work waits.
  *
  * Without /proc (not mounted, masked or unreadable in a container, or OPERATIONS_FAULT_PROC=
- * unreadable) the kernel's view is gone. We notice it when a stat file cannot be opened and the
+ * unreadable) the state letters are gone. We notice it when a stat file cannot be opened and the
  * monitor's own cannot be either (a single missing file is a thread that just exited), say so
- * once on stderr, and from then on judge by time alone: a worker is counted blocked once the
- * tick has asked about it on OP_MONITOR_FALLBACK_TICKS consecutive ticks, that is once it has
- * run the same task for that many ticks (50 ms) while work waits. A body that computes that long
- * then also gets a spare and, on a default-width queue, its slot lent: it costs a thread, and no
- * work waits behind an invisible block for ever.
+ * once on stderr, and from then on judge by each thread's CPU clock (clock_gettime on the
+ * thread's CPU-time clock, which needs no /proc): a thread that used less than a quarter of the
+ * wall time between consecutive looks on the same task, twice in a row, slept (20 to 30 ms
+ * after it blocked). A body that computes is not
+ * counted, so a CPU-bound default-width queue is not oversubscribed. Only if the CPU clock cannot
+ * be read either, a worker is counted blocked once the tick has asked about it on
+ * OP_MONITOR_FALLBACK_TICKS consecutive ticks (50 ms on one task while work waits): a computing
+ * body then also gets a spare, which costs a thread, and no work waits behind an invisible block
+ * for ever.
  *
  * The monitor thread is the only caller of op_thread_is_asleep (the tick runs on it), so the
  * state of that fallback is the monitor thread's own and needs no atomics.
@@ -39,6 +43,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define OP_MONITOR_TICK_NS (10 * INT64_C(1000000)) /* between looks while work waits */
@@ -57,14 +62,17 @@ static _Atomic(op_monitor_tick_fn) op_monitor_tick;
 static pthread_once_t op_monitor_once = PTHREAD_ONCE_INIT;
 
 /* The monitor thread's own (see the top of the file): ticks run so far, whether /proc was found
- * unreadable, and for the fallback the tick of the last question about each thread and how many
- * consecutive ticks asked about it. */
+ * unreadable, and for the fallback the tick of the last question about each thread, how many
+ * consecutive ticks asked about it, and its CPU time then. */
 static uint64_t op_monitor_ticks;
 static bool op_proc_unreadable;
 static struct op_streak {
     int tid;
     uint32_t streak;
     uint64_t tick;
+    int64_t cpu_ns;  /* the thread's CPU time at that question (-1: its clock unreadable) */
+    uint32_t idle;   /* consecutive questions at which it had used under a quarter of a CPU */
+    int64_t wall_ns; /* op_now_ns() then */
 } op_streaks[OP_MONITOR_STREAKS];
 
 /* The monitor is started by whichever thread creates the first pool, perhaps a worker pinned
@@ -188,16 +196,36 @@ static int op_open_stat(int tid) {
  * look, so that many ticks on one task). A tid sharing a slot with another restarts the count. */
 static bool op_thread_ran_long(int tid) {
     struct op_streak *slot = &op_streaks[(unsigned)tid % OP_MONITOR_STREAKS];
+    /* The thread's CPU-time clock: Linux encodes a thread's clock id from its tid as glibc's
+     * pthread_getcpuclockid does ((~tid << 3) | CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED). */
+    clockid_t clock = (clockid_t)((~(unsigned)tid << 3) | 6u);
+    struct timespec cpu;
+    int64_t cpu_ns = -1;
+    if (clock_gettime(clock, &cpu) == 0) cpu_ns = (int64_t)cpu.tv_sec * 1000000000 + cpu.tv_nsec;
+    int64_t now = op_now_ns();
+    bool consecutive = slot->tid == tid && slot->tick + 1 == op_monitor_ticks;
+    bool slept = false;
     if (slot->tid == tid && slot->tick == op_monitor_ticks) {
-        /* asked twice in one tick: no change */
-    } else if (slot->tid == tid && slot->tick + 1 == op_monitor_ticks) {
+        return slot->streak >= OP_MONITOR_FALLBACK_TICKS; /* asked twice in one tick: no change */
+    } else if (consecutive) {
         slot->streak++;
+        if (cpu_ns >= 0 && slot->cpu_ns >= 0) {
+            /* Less than a quarter of the wall time on a CPU since the last look, twice in a row:
+             * asleep. Twice, because a computing thread that others keep from its CPU also
+             * shows little CPU time for a tick now and then, rarely for two. */
+            slot->idle = (cpu_ns - slot->cpu_ns) * 4 < now - slot->wall_ns ? slot->idle + 1 : 0;
+            slept = slot->idle >= 2;
+        }
     } else {
         slot->tid = tid;
         slot->streak = 1;
+        slot->idle = 0;
     }
     slot->tick = op_monitor_ticks;
-    return slot->streak >= OP_MONITOR_FALLBACK_TICKS;
+    slot->cpu_ns = cpu_ns;
+    slot->wall_ns = now;
+    if (cpu_ns >= 0) return slept;
+    return slot->streak >= OP_MONITOR_FALLBACK_TICKS; /* no CPU clock either: by time alone */
 }
 
 bool op_thread_is_asleep(int tid) {
@@ -214,10 +242,11 @@ bool op_thread_is_asleep(int tid) {
         op_proc_unreadable = true;
         fprintf(stderr,
                 "operations: cannot read /proc/self/task/%d/stat (%s): the blocked-worker monitor "
-                "cannot see which workers sleep in a task body. It now counts a worker blocked "
-                "once it has run one task for %d ms while work waits (a long computing body then "
-                "also gets a spare thread). Mount /proc readable in this container (procfs, not "
-                "masked) to restore exact detection.\n",
+                "cannot read which workers sleep in a task body. It now judges by each thread's "
+                "CPU time instead (a body that used under a quarter of a tick's time slept), or, "
+                "where that clock cannot be read either, counts a worker blocked once it has run "
+                "one task for %d ms while work waits. Mount /proc readable in this container "
+                "(procfs, not masked) to restore exact detection.\n",
                 tid, strerror(error),
                 (int)(OP_MONITOR_FALLBACK_TICKS * OP_MONITOR_TICK_NS / 1000000));
         return op_thread_ran_long(tid);

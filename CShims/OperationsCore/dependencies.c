@@ -56,7 +56,11 @@ static void op_task_ready_now(op_task_t *task, bool dispatch) {
      * before SUBMITTED (acquire) and publish the task's state to the worker (release). */
     uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_QUEUED, memory_order_acq_rel);
     OP_RACE_WINDOW("ready: QUEUED won, before the push");
-    if (old & (OP_STATE_QUEUED | OP_STATE_FINISHED)) return;
+    /* Whoever wins QUEUED enqueues, also a task already FINISHED (completed by hand while it
+     * waited, op_task_complete): its queue retires it there (drain.c), giving back its unit and
+     * reference. Returning on FINISHED lost it when its last dependency finished, or a cancel
+     * came, between the completion's FINISHED and its own try for QUEUED. */
+    if (old & OP_STATE_QUEUED) return;
     op_task_enqueue(task, old, dispatch);
 }
 

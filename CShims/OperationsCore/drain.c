@@ -40,8 +40,8 @@
 #define OP_CREDIT_CHUNK 16  /* busy units a drainer takes at once for its bodies' submits */
 #define OP_FINISH_BATCH 32  /* finishes a drainer counts before it publishes them to `busy`: a
                                queue that never runs dry still releases what finished (its
-                               registry compacts on the publishing thread) and reports a true
-                               op_queue_unfinished */
+                               registry compacts on the maintenance queue) and its
+                               op_queue_unfinished lags by at most this per drainer */
 
 _Thread_local op_drain op_tls_drain;
 
@@ -111,26 +111,6 @@ static void op_drain_leave_with_token(op_queue_t *queue, op_pool *pool, uint64_t
      * units keep the queue alive across the push; the subtraction is our last touch. */
     op_pool_push_token(pool, &queue->token);
     op_queue_busy_sub(queue, sub);
-}
-
-/* A batch of finishes made a compaction of the queue's registry due: the releases it runs call
- * user code (a context's deinit) that may wait for this very queue, so they must run while this
- * thread holds no unit of it. So the drainer leaves: what it held goes back, its slot is given
- * back (or, if work waits, handed to the pool as a token), and it compacts holding a plain
- * reference only. One token round trip per compaction (hundreds of tasks at least). */
-static void op_drain_leave_to_compact(op_queue_t *queue) {
-    op_drain_put_back(queue);
-    uint64_t sub = op_tls_drain.credit + 1; /* our credit and our slot's unit */
-    op_drain_detach();
-    op_queue_retain(queue);
-    if (op_queue_release_slot(queue, false)) {
-        /* Work waits: the slot we claimed again goes to the pool with its unit. */
-        op_pool_push_token(op_queue_pool(queue), &queue->token);
-        sub--;
-    }
-    op_queue_busy_sub(queue, sub);
-    op_registry_compact_if_idle(queue);
-    op_queue_release(queue);
 }
 
 /* Serves `queue` with this worker's local run queue while the queue is wide. */
@@ -415,10 +395,9 @@ void op_drain_token(op_token *token) {
             /* Our slot's unit keeps busy above zero: this never takes the queue idle. */
             op_queue_busy_sub_held(queue, finished);
             finished = 0;
-            if (compact) {
-                op_drain_leave_to_compact(queue);
-                return;
-            }
+            /* Not here: the releases run user code (a deinit) that may wait for this queue,
+             * which would then wait for the slot we hold. Another worker does it. */
+            if (compact) op_registry_compact_elsewhere(queue);
         }
         if (--budget == 0) {
             budget = OP_DRAIN_BUDGET;

@@ -289,6 +289,7 @@ struct op_queue {
     uint32_t barriers_submitted; /* numbers barriers (op_task.barrier_seq); under registry_lock */
     op_task_t *_Atomic barrier;            /* the latest barrier (a reference), or NULL */
     _Atomic bool compact_requested;        /* an idle queue asked for a compaction */
+    _Atomic bool compact_scheduled;        /* op_registry_compact_elsewhere is pending */
     _Atomic uint64_t releasing;            /* contexts removed but not yet released */
     alignas(OP_CACHE_LINE) pthread_mutex_t registry_lock; /* compaction, listing, barriers */
     /* The amortised-compaction threshold: tasks kept by the last compaction (written under
@@ -310,6 +311,10 @@ void op_registry_compact_if_idle(op_queue_t *queue);
 /* Counts `finished` tasks of this thread; true when an amortised compaction of `queue` is due
  * (the caller then runs op_registry_compact_if_idle, holding the queue alive). */
 bool op_registry_compaction_due(op_queue_t *queue, uint64_t finished);
+/* Compacts on a worker of the runtime's maintenance queue, soon: for a thread that holds a unit
+ * of `queue` (a drainer), where the releases (user code that may wait for the queue) must not
+ * run. At most one scheduled per queue at a time. */
+void op_registry_compact_elsewhere(op_queue_t *queue);
 /* Compacts now (waits for the lock): finished tasks' contexts are released on return. */
 void op_registry_compact_now(op_queue_t *queue);
 void op_registry_destroy(op_queue_t *queue);

@@ -97,6 +97,7 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     queue->barriers_submitted = 0;
     atomic_init(&queue->barrier, NULL);
     atomic_init(&queue->compact_requested, false);
+    atomic_init(&queue->compact_scheduled, false);
     atomic_init(&queue->releasing, 0);
     pthread_mutex_init(&queue->registry_lock, NULL);
     atomic_init(&queue->registry_kept, 0);
@@ -113,6 +114,11 @@ void op_queue_release(op_queue_t *queue) {
     if (!queue) return;
     /* acq_rel: the last release sees all other owners' writes before freeing. */
     if (atomic_fetch_sub_explicit(&queue->refs, 1, memory_order_acq_rel) == 1) {
+        /* relaxed: nobody else can reach the queue now. A mark left by a marker that lost a race
+         * with the queue's going idle must not keep the count up for ever. */
+        if (atomic_load_explicit(&queue->waits_at_width, memory_order_relaxed)) {
+            op_pool_count_queue_waiting_at_width(-1);
+        }
         op_registry_destroy(queue);
         op_queue_destroy_idle_notices(queue);
         /* Only entries made stale by re-banding can be left: each holds a task reference. */
@@ -221,17 +227,35 @@ static bool op_queue_claim_slot(op_queue_t *queue, uint64_t word, bool yield_to_
  * asleep in a task for a whole tick gets its slot lent and a spare to run the waiting work.
  * Queues of explicit width lend nothing (their width is a limit the caller chose), so they are
  * not marked. */
-void op_queue_note_waiting_at_width(op_queue_t *queue) {
-    /* relaxed: the common case on a busy queue is "already marked"; the exchange decides. */
-    if (atomic_load_explicit(&queue->waits_at_width, memory_order_relaxed)) return;
-    if (atomic_load_explicit(&queue->width, memory_order_relaxed) >= 0) return;
-    if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) return;
+/* Whether the queue is a default-width queue at its width with ready work waiting (relaxed
+ * reads: the callers fence around them where they pair with others). */
+static bool op_queue_waits_at_width_now(op_queue_t *queue) {
+    if (atomic_load_explicit(&queue->width, memory_order_relaxed) >= 0) return false;
+    if (atomic_load_explicit(&queue->suspended, memory_order_relaxed)) return false;
     uint64_t word = atomic_load_explicit(&queue->slots, memory_order_relaxed);
-    if (op_slots_idle(word) != 0 || op_slots_running(word) < op_queue_effective_width(queue)) return;
-    if (!op_queue_has_ready(queue)) return;
-    /* acq_rel: one marker counts the queue, and exactly one clearer uncounts it. */
-    if (!atomic_exchange_explicit(&queue->waits_at_width, true, memory_order_acq_rel)) {
+    if (op_slots_idle(word) != 0 || op_slots_running(word) < op_queue_effective_width(queue)) {
+        return false;
+    }
+    return op_queue_has_ready(queue);
+}
+
+void op_queue_note_waiting_at_width(op_queue_t *queue) {
+    for (;;) {
+        /* relaxed: the common case on a busy queue is "already marked"; the exchange decides. */
+        if (atomic_load_explicit(&queue->waits_at_width, memory_order_relaxed)) return;
+        if (!op_queue_waits_at_width_now(queue)) return;
+        /* seq_cst: one marker counts the queue, exactly one clearer uncounts it. */
+        if (atomic_exchange_explicit(&queue->waits_at_width, true, memory_order_seq_cst)) return;
         op_pool_count_queue_waiting_at_width(+1);
+        /* What we read may have changed before the mark was set (the work taken, the queue gone
+         * idle, its drainers' clears finding nothing marked): look again, and unmark a stale
+         * mark, or the count stays up (a monitor that never sleeps) and an idle queue stays
+         * marked. Then, unmarked, look once more, as a clear does. */
+        atomic_thread_fence(memory_order_seq_cst);
+        if (op_queue_waits_at_width_now(queue)) return;
+        if (!atomic_exchange_explicit(&queue->waits_at_width, false, memory_order_seq_cst)) return;
+        op_pool_count_queue_waiting_at_width(-1);
+        atomic_thread_fence(memory_order_seq_cst);
     }
 }
 
@@ -643,8 +667,9 @@ int op_queue_submit_batch(op_queue_t *queue, op_task_t *const *tasks, size_t cou
         claimed++;
     }
     if (claimed < count) {
-        /* relaxed: nobody acted on these claims (see above); a racing submit of the same task
-         * saw it taken and returned EBUSY, as it would have after our submit. */
+        /* relaxed: nobody acted on these claims (see above). A submit of the same task racing
+         * with this batch saw it taken and returned EBUSY, and now neither submitted it: the
+         * caller raced two submissions of one task, and both are told EBUSY. */
         for (size_t i = 0; i < claimed; i++) {
             atomic_store_explicit(&tasks[i]->queue, NULL, memory_order_relaxed);
         }

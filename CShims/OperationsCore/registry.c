@@ -9,7 +9,9 @@
  * submissions, and a try-lock when the queue goes idle or every so many finishes take it (a
  * try-lock that fails leaves a request that the holder honours before unlocking), and
  * op_queue_wait on a tracking queue compacts before returning. The amortised compaction runs on
- * the threads that finish tasks, not on the submitter: a single producer is the bottleneck of
+ * the threads that finish tasks (a drainer that never leaves its queue hands it to the runtime's
+ * maintenance queue, op_registry_compact_elsewhere, since its releases may run user code that
+ * waits for that queue), not on the submitter: a single producer is the bottleneck of
  * a stream of small operations, and the finished contexts are still in the finisher's cache.
  * Compaction exchanges the whole stack for NULL, keeps the unfinished tasks and splices them
  * back below whatever was pushed meanwhile, so stack order (newest first) stays submission
@@ -158,6 +160,38 @@ void op_registry_compact_now(op_queue_t *queue) {
     int64_t start = op_now_ns();
     while (atomic_load_explicit(&queue->releasing, memory_order_acquire) != 0) {
         op_spin_pause(op_now_ns() - start);
+    }
+}
+
+/* The runtime's own queue for compactions that must not run where they were found due: a queue
+ * of default width and class, made on first use, never freed, not tracking (so compacting
+ * nothing of its own). Its workers hold no unit of the queues they compact. */
+static op_queue_t *op_maintenance_queue;
+static pthread_once_t op_maintenance_once = PTHREAD_ONCE_INIT;
+
+static void op_maintenance_create(void) {
+    op_maintenance_queue = op_queue_create("operations maintenance", OP_QOS_DEFAULT, OP_WIDTH_DEFAULT);
+}
+
+static void op_registry_compact_task(void *context) {
+    op_queue_t *queue = context;
+    /* release: a later compaction due after this point schedules again. */
+    atomic_store_explicit(&queue->compact_scheduled, false, memory_order_release);
+    op_registry_compact_if_idle(queue);
+    op_queue_release(queue); /* the reference op_registry_compact_elsewhere took */
+}
+
+void op_registry_compact_elsewhere(op_queue_t *queue) {
+    /* relaxed: one scheduled compaction at a time is enough (it takes everything finished by
+     * then); a request meanwhile is covered by it or by the next batch. */
+    if (atomic_exchange_explicit(&queue->compact_scheduled, true, memory_order_relaxed)) return;
+    pthread_once(&op_maintenance_once, op_maintenance_create);
+    op_queue_retain(queue);
+    if (!op_maintenance_queue ||
+        op_queue_submit_f(op_maintenance_queue, op_registry_compact_task, queue) != 0) {
+        /* Out of memory: the queue compacts when it next goes idle instead. */
+        atomic_store_explicit(&queue->compact_scheduled, false, memory_order_relaxed);
+        op_queue_release(queue);
     }
 }
 

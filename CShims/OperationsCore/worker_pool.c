@@ -37,7 +37,9 @@
  *
  * Bodies that block where the core cannot see (a mutex, a condition variable, I/O): the
  * blocked-worker monitor (blocked_worker_monitor.c) calls op_pool_monitor_tick every 10 ms while
- * tokens wait, or tasks in workers' local run queues. A worker (or spare) that has run one task
+ * tokens wait, tasks wait in workers' local run queues, a default-width queue's work waits
+ * behind its width (then it looks at every pool), or a worker counted blocked could not have
+ * its slot lent (its queue's width may become the default). A worker (or spare) that has run one task
  * for a whole tick and that the kernel reports asleep is counted blocked as if it waited in
  * op_task_wait: a spare stands in for it (started by the monitor, on any usable CPU), and the
  * token's class lends its slot if the queue's width allows (a default-width queue). Each worker
@@ -753,6 +755,8 @@ static int op_pool_start_workers(op_pool *pool) {
         rc = op_thread_create(&worker->thread, &attr, op_worker_main, worker);
         pthread_attr_destroy(&attr);
         if (rc != 0) break;
+        /* relaxed: a hint (see `leaving`): workers are needed again, the idle cascade stops. */
+        atomic_store_explicit(&pool->leaving, false, memory_order_relaxed);
         created++;
         /* relaxed: see the field's comment. */
         atomic_store_explicit(&pool->created, created, memory_order_relaxed);

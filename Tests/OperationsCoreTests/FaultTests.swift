@@ -64,6 +64,22 @@ struct FaultTests {
         }
     }
 
+    /// Without /proc, CPU-bound bodies filling a default-width queue are not taken for blocked
+    /// (the monitor reads each thread's CPU clock): no more run at once than the width, and no
+    /// spare starts, although the queue's work waits behind its width the whole time.
+    /// Alone in the process (.needsQuietProcess): other suites' threads would take the CPUs
+    /// from the child's computing bodies, which then really use little CPU time.
+    @Test(.needsQuietProcess) func unreadableProcDoesNotTakeComputingBodiesForBlocked() async throws {
+        let path = try await ProbeBuilder.shared.binary("proc_fault_probe").get()
+        let result = await runChild(path, ["busy"], environment: childEnvironment(), backtraceOnTimeout: true)
+        try #require(!result.timedOut, "the probe hung:\n\(result)")
+        #expect(result.exitCode == 0, "\(result)")
+        let width = try #require(Int(result.values["width"] ?? ""), "\(result)")
+        let most = try #require(Int(result.values["most"] ?? ""), "\(result)")
+        #expect(most <= width, "\(most) computing bodies ran at once on a queue of width \(width):\n\(result)")
+        #expect(result.values["spares_peak"] == "0", "\(result)")
+    }
+
     /// setpriority refused (a seccomp filter or security profile) where the capabilities and
     /// RLIMIT_NICE allow it: every task of every class and thread priority still runs, at the
     /// nice its thread has, and the refusal is reported once, saying what it means.

@@ -73,7 +73,38 @@ private let moveThenBlockBody: TaskBody = { context in
     state.bodyDone.open()
 }
 
+/// The dependency that the on_finish of the task completed by hand completes in turn.
+private final class CompletesDependency: @unchecked Sendable {
+    var dependency: OpaquePointer?
+}
+
+private let completeDependencyOnFinish: TaskBody = { context in
+    let state = contextObject(context, as: CompletesDependency.self)
+    if let dependency = state.dependency { op_task_complete(dependency) }
+}
+
 @Suite(.sharesProcess) struct LivenessRaceTests {
+    // Review of finding 2's fix: a manual-completion task completed by hand while a dependency
+    // holds it, and that dependency finishing between the completion's FINISHED and its try for
+    // QUEUED (made certain here: the task's on_finish completes the dependency). Whoever wins
+    // QUEUED must enqueue the finished task so that its queue retires it; it was dropped, and the
+    // queue never went idle.
+    @Test func manualTaskCompletedWhileItsDependencyFinishesIsRetired() throws {
+        let queue = try makeQueue("completed while readied")
+        defer { op_queue_release(queue) }
+        let state = CompletesDependency()
+        let dependency = try makeTask(emptyBody, nil)
+        let task = try makeTask(emptyBody, contextPointer(state), flags: UInt32(OP_TASK_MANUAL_COMPLETION),
+                                onFinish: completeDependencyOnFinish)
+        defer { op_task_release(task); op_task_release(dependency) }
+        state.dependency = dependency
+        #expect(op_task_add_dependency(task, dependency) == 0)
+        #expect(op_queue_submit(queue, task) == 0)
+        #expect(op_task_complete(task) == 0)
+        #expect(op_task_is_finished(dependency))
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0, "the queue did not go idle: \(queueReport(queue))")
+    }
+
     // Finding 10: a QoS or placement change while a body that released work into its worker's
     // local run queue then blocks (where the core cannot see) for that work: the queue's new
     // workers do not steal from the old pool's rings, so the work was stranded there.
@@ -236,4 +267,11 @@ private let moveThenBlockBody: TaskBody = { context in
         #expect(op_queue_wait(queue, Limits.waitNs) == 0)
         #expect(counters.ran.load(ordering: .relaxed) == 4)
     }
+}
+
+/// The core's one-line report of a queue, for messages.
+func queueReport(_ queue: OpaquePointer) -> String {
+    var buffer = [CChar](repeating: 0, count: 512)
+    _ = buffer.withUnsafeMutableBufferPointer { op_queue_describe(queue, $0.baseAddress, $0.count) }
+    return string(fromCBuffer: buffer)
 }

@@ -10,10 +10,12 @@
  * readers blocked (without /proc: after they ran one task for 50 ms while work waits) and lend
  * their slots (the writer waits in the bands of a queue at its width, which is what makes the
  * monitor look). Prints key=value lines (cpus, wait, ms); exits 0 when every task ran within
- * 20 s, 1 otherwise (after unblocking the readers itself), 2 on bad usage.
+ * 20 s, 1 otherwise (after unblocking the readers itself), 2 on bad usage. Mode "busy": see
+ * busy_mode below.
  */
 #include <operations_core.h>
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +45,46 @@ static long long now_ns(void) {
     return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* Mode "busy": CPU-bound bodies (each spins 60 ms) fill a default-width queue with a backlog,
+ * without /proc: they must not be taken for blocked (the fallback reads each thread's CPU
+ * clock), so no more run at once than the width and no spare starts. */
+static _Atomic int running_now;
+static _Atomic int running_most;
+
+static void spinner(void *context) {
+    (void)context;
+    int now = atomic_fetch_add_explicit(&running_now, 1, memory_order_relaxed) + 1;
+    int seen = atomic_load_explicit(&running_most, memory_order_relaxed);
+    while (now > seen && !atomic_compare_exchange_weak_explicit(&running_most, &seen, now,
+                                                                memory_order_relaxed,
+                                                                memory_order_relaxed)) {
+    }
+    long long end = now_ns() + 60000000LL;
+    while (now_ns() < end) {
+    }
+    atomic_fetch_sub_explicit(&running_now, 1, memory_order_relaxed);
+}
+
+static int busy_mode(void) {
+    setenv("OPERATIONS_FAULT_PROC", "unreadable", 1);
+    op_topology_t topology;
+    op_runtime_topology(&topology);
+    op_queue_t *queue = op_queue_create("proc-probe-busy", OP_QOS_DEFAULT, OP_WIDTH_DEFAULT);
+    if (!queue) return 3;
+    for (int i = 0; i < 4 * topology.default_width; i++) op_queue_submit_f(queue, spinner, NULL);
+    if (op_queue_wait(queue, 20LL * 1000000000LL) != 0) return 1;
+    int peak = 0;
+    op_runtime_spare_workers(OP_QOS_DEFAULT, &peak);
+    printf("width=%d\nmost=%d\nspares_peak=%d\n", topology.default_width,
+           atomic_load_explicit(&running_most, memory_order_relaxed), peak);
+    op_queue_release(queue);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "busy") == 0) return busy_mode();
     if (argc != 2 || (strcmp(argv[1], "unreadable") != 0 && strcmp(argv[1], "normal") != 0)) {
-        fprintf(stderr, "usage: %s unreadable|normal\n", argv[0]);
+        fprintf(stderr, "usage: %s unreadable|normal|busy\n", argv[0]);
         return 2;
     }
     if (strcmp(argv[1], "unreadable") == 0) setenv("OPERATIONS_FAULT_PROC", "unreadable", 1);
