@@ -52,4 +52,49 @@ struct CExampleTests {
         #expect(run.exitCode == 0, "the README's C example failed:\n\(run)")
         #expect(run.stdout.contains("ok"), "the README's C example did not print \"ok\":\n\(run)")
     }
+
+    /// A program linked against a static archive of the core pulls in only the object files it
+    /// references. The dependency graph's hooks were installed by a constructor in
+    /// dependencies.o, which a program that calls nothing there never linked: its first task
+    /// crashed (a NULL hook table). The hooks are now a table that drain.o references.
+    @Test func staticArchiveLinksTheGraphHooks() async throws {
+        let directory = try makeScratchDirectory("static-archive")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var objects: [String] = []
+        for source in PackageLayout.coreSources {
+            let object = directory.appendingPathComponent(URL(fileURLWithPath: source).lastPathComponent + ".o").path
+            let build = await runChild("cc", ["-std=gnu11", "-O1", "-D_GNU_SOURCE", "-I\(PackageLayout.coreInclude)", "-c", source, "-o", object],
+                                       environment: childEnvironment(), seconds: 120)
+            try #require(build.succeeded, "compiling \(source):\n\(build)")
+            objects.append(object)
+        }
+        let archive = directory.appendingPathComponent("liboperations_core.a").path
+        let ar = await runChild("ar", ["rcs", archive] + objects, environment: childEnvironment())
+        try #require(ar.succeeded, "ar:\n\(ar)")
+        // Submits with op_queue_submit_f and waits: nothing of dependencies.c by name.
+        let program = """
+            #include <operations_core.h>
+            #include <stdatomic.h>
+            #include <stdio.h>
+            static atomic_int ran;
+            static void body(void *context) { (void)context; atomic_fetch_add(&ran, 1); }
+            int main(void) {
+                op_queue_t *queue = op_queue_create("static", OP_QOS_DEFAULT, OP_WIDTH_DEFAULT);
+                for (int i = 0; i < 100; i++) op_queue_submit_f(queue, body, NULL);
+                if (op_queue_wait(queue, 10000000000LL) != 0) return 1;
+                printf("ran=%d\\n", atomic_load(&ran));
+                op_queue_release(queue);
+                return atomic_load(&ran) == 100 ? 0 : 1;
+            }
+            """
+        let source = directory.appendingPathComponent("program.c")
+        try program.write(to: source, atomically: true, encoding: .utf8)
+        let binary = directory.appendingPathComponent("program").path
+        let link = await runChild("cc", ["-std=gnu11", "-I\(PackageLayout.coreInclude)", source.path, archive,
+                                         "-lnuma", "-lpthread", "-lm", "-o", binary], environment: childEnvironment(), seconds: 120)
+        try #require(link.succeeded, "linking against the static archive:\n\(link)")
+        let run = await runChild(binary, [], environment: childEnvironment(), seconds: 30, backtraceOnTimeout: true)
+        #expect(!run.timedOut && run.exitCode == 0, "a program linked against liboperations_core.a failed:\n\(run)")
+        #expect(run.stdout.contains("ran=100"), "\(run)")
+    }
 }
