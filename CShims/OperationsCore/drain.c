@@ -113,6 +113,26 @@ static void op_drain_leave_with_token(op_queue_t *queue, op_pool *pool, uint64_t
     op_queue_busy_sub(queue, sub);
 }
 
+/* Compacts the queue's registry on this thread, which must then hold no unit of the queue: the
+ * releases call user code (a context's deinit) that may wait for this very queue. So the drainer
+ * leaves first: what it held goes back, its slot goes to the pool as a token if work waits (it
+ * may have just put some back) or back to the queue, and it compacts holding a plain reference
+ * only. Used when the maintenance queue falls behind (op_registry_compaction_urgency). */
+static void op_drain_leave_to_compact(op_queue_t *queue) {
+    op_drain_put_back(queue);
+    uint64_t sub = op_tls_drain.credit + 1; /* our credit and our slot's unit */
+    op_drain_detach();
+    op_queue_retain(queue);
+    if (op_queue_has_ready(queue) || op_queue_release_slot(queue, false)) {
+        /* Work waits (put back by us, or pushed meanwhile): the slot goes on with its unit. */
+        op_pool_push_token(op_queue_pool(queue), &queue->token);
+        sub--;
+    }
+    op_queue_busy_sub(queue, sub);
+    op_registry_compact_if_idle(queue);
+    op_queue_release(queue);
+}
+
 /* Serves `queue` with this worker's local run queue while the queue is wide. */
 static void op_drain_attach_local(op_queue_t *queue, op_local_run_queue *ring) {
     op_drain *drain = &op_tls_drain;
@@ -391,13 +411,19 @@ void op_drain_token(op_token *token) {
         finished++;
         op_task_release(task); /* the queue's reference */
         if (OP_UNLIKELY(finished >= OP_FINISH_BATCH)) {
-            bool compact = queue->tracking && op_registry_compaction_due(queue, finished);
+            int urgency = queue->tracking ? op_registry_compaction_urgency(queue, finished) : 0;
             /* Our slot's unit keeps busy above zero: this never takes the queue idle. */
             op_queue_busy_sub_held(queue, finished);
             finished = 0;
+            if (urgency == 2 && op_registry_compaction_pending(queue)) {
+                /* The maintenance queue fell behind (a loaded machine): bound what finished
+                 * tasks hold by compacting ourselves, off our slot. */
+                op_drain_leave_to_compact(queue);
+                return;
+            }
             /* Not here: the releases run user code (a deinit) that may wait for this queue,
              * which would then wait for the slot we hold. Another worker does it. */
-            if (compact) op_registry_compact_elsewhere(queue);
+            if (urgency != 0) op_registry_compact_elsewhere(queue);
         }
         if (--budget == 0) {
             budget = OP_DRAIN_BUDGET;

@@ -311,6 +311,11 @@ void op_registry_compact_if_idle(op_queue_t *queue);
 /* Counts `finished` tasks of this thread; true when an amortised compaction of `queue` is due
  * (the caller then runs op_registry_compact_if_idle, holding the queue alive). */
 bool op_registry_compaction_due(op_queue_t *queue, uint64_t finished);
+/* As op_registry_compaction_due, in levels: 0 not due, 1 due, 2 overdue (twice as many finished
+ * tasks wait for release as make a compaction due: the one scheduled elsewhere fell behind). */
+int op_registry_compaction_urgency(op_queue_t *queue, uint64_t finished);
+/* Whether a compaction scheduled with op_registry_compact_elsewhere has not run yet (a hint). */
+bool op_registry_compaction_pending(op_queue_t *queue);
 /* Compacts on a worker of the runtime's maintenance queue, soon: for a thread that holds a unit
  * of `queue` (a drainer), where the releases (user code that may wait for the queue) must not
  * run. At most one scheduled per queue at a time. */

@@ -165,15 +165,16 @@ void op_registry_compact_now(op_queue_t *queue) {
 
 /* The runtime's own queue for compactions that must not run where they were found due: a queue
  * of default width, made on first use, never freed, not tracking (so compacting nothing of its
- * own). Its workers hold no unit of the queues they compact. Background class (nice 10): the
- * releases (what finished operations' closures held) are tidying, and at a higher class they
+ * own). Its workers hold no unit of the queues they compact. Utility class (nice 2): the
+ * releases (what finished operations' closures held) are tidying, and at the default class they
  * took the CPU from latency-sensitive work on small machines (W7 busy p99.9 went from 1 to
- * 15 µs on 2 CPUs). */
+ * 15 µs on 2 CPUs; 1.6 µs at utility). At background (nice 10) a loaded machine starved them;
+ * and if they fall behind anyway, the drainer compacts itself (drain.c). */
 static op_queue_t *op_maintenance_queue;
 static pthread_once_t op_maintenance_once = PTHREAD_ONCE_INIT;
 
 static void op_maintenance_create(void) {
-    op_maintenance_queue = op_queue_create("operations maintenance", OP_QOS_BACKGROUND, OP_WIDTH_DEFAULT);
+    op_maintenance_queue = op_queue_create("operations maintenance", OP_QOS_UTILITY, OP_WIDTH_DEFAULT);
 }
 
 static void op_registry_compact_task(void *context) {
@@ -227,9 +228,9 @@ void op_registry_add(op_queue_t *queue, op_task_t *task) {
  * a heuristic that only sets how often the look is taken). */
 static _Thread_local uint32_t op_tls_finishes;
 
-bool op_registry_compaction_due(op_queue_t *queue, uint64_t finished) {
+int op_registry_compaction_urgency(op_queue_t *queue, uint64_t finished) {
     op_tls_finishes += (uint32_t)finished;
-    if (op_tls_finishes < OP_REGISTRY_CHECK_EVERY) return false;
+    if (op_tls_finishes < OP_REGISTRY_CHECK_EVERY) return 0;
     op_tls_finishes = 0;
     /* relaxed: heuristic counts; no data is published through these. A compaction walks the
      * kept tasks and the finished ones: waiting for as many finishes as tasks were kept keeps it
@@ -242,7 +243,16 @@ bool op_registry_compaction_due(op_queue_t *queue, uint64_t finished) {
     if (threshold < OP_REGISTRY_MIN_COMPACT) threshold = OP_REGISTRY_MIN_COMPACT;
     uint64_t since = finishes - atomic_load_explicit(&queue->registry_finishes_at_compaction,
                                                      memory_order_relaxed);
-    return since >= threshold;
+    return since >= 2 * threshold ? 2 : since >= threshold ? 1 : 0;
+}
+
+bool op_registry_compaction_due(op_queue_t *queue, uint64_t finished) {
+    return op_registry_compaction_urgency(queue, finished) != 0;
+}
+
+bool op_registry_compaction_pending(op_queue_t *queue) {
+    /* relaxed: a hint; at worst the drainer compacts once more itself. */
+    return atomic_load_explicit(&queue->compact_scheduled, memory_order_relaxed);
 }
 
 /* Unfinished tracked tasks, oldest first, into a malloc'd array; caller holds the lock and

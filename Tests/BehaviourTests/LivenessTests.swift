@@ -360,7 +360,10 @@ final class WaitsForQueueInDeinit: @unchecked Sendable {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
         let backlog = 500
-        let total = 30_000
+        // Long enough that holding finished operations until the queue runs dry shows (the old
+        // code held 2 400 after 30 000, 32 000 after 10^6); shorter on Foundation and under the
+        // sanitizers, where it is slow.
+        let total = onFoundation || runningUnderSanitizer ? 30_000 : 100_000
         let permits = DispatchSemaphore(value: backlog)
         let finished = Latch()
         LiveCapture.live.withLock { $0 = (now: 0, peak: 0) }
@@ -384,8 +387,10 @@ final class WaitsForQueueInDeinit: @unchecked Sendable {
         waitUntilAllOperationsAreFinished(queue)
         let peak = LiveCapture.live.withLock { $0.peak }
         print("liveness: \(runtimeUnderTest) peak live captures \(peak) with a backlog of \(backlog) over \(total) operations")
-        // Unfinished ones (the backlog) plus what finished and waits for release: at most about
-        // the backlog again, plus a batch per worker.
-        #expect(peak <= 2 * backlog + 600, "\(runtimeUnderTest): \(peak) captures alive at once with a backlog of \(backlog)")
+        // Unfinished ones (the backlog) plus what finished and waits for release: a compaction
+        // is due once as many finished as are kept (the backlog, at least 256), and a drainer
+        // compacts itself when twice that wait (the maintenance queue fell behind on a loaded
+        // machine), plus a batch and a check interval per thread.
+        #expect(peak <= 3 * backlog + 600, "\(runtimeUnderTest): \(peak) captures alive at once with a backlog of \(backlog)")
     }
 }
