@@ -101,17 +101,26 @@ static void op_cgroup_apply(op_cgroup_cpu_limit *out, int64_t quota, int64_t per
     if (out->cpus == 0 || whole < out->cpus) out->cpus = whole;
 }
 
-/* cgroup v2: `dir`/cpu.max. */
-static void op_cgroup_read_v2(op_cgroup_cpu_limit *out, const char *dir) {
-    char path[OP_CGROUP_PATH_MAX + 16];
-    char content[128];
-    snprintf(path, sizeof path, "%s/cpu.max", dir);
-    int rc = op_read_small_file(path, content, sizeof content);
-    if (rc == ENOENT || rc == ENOTDIR) return;
+/* Reads `dir`/`name` into `content` and its path into `path` (OP_CGROUP_PATH_MAX + 32 bytes).
+ * False when there is nothing to use: the file does not exist (`missing_ok`: no limit at this
+ * level) or could not be read (reported in `out`). */
+static bool op_cgroup_read_file(op_cgroup_cpu_limit *out, const char *dir, const char *name,
+                                bool missing_ok, char *path, char *content, size_t size) {
+    snprintf(path, OP_CGROUP_PATH_MAX + 32, "%s/%s", dir, name);
+    int rc = op_read_small_file(path, content, size);
+    if (missing_ok && (rc == ENOENT || rc == ENOTDIR)) return false;
     if (rc != 0) {
         op_cgroup_fail(out, path, NULL, strerror(rc));
-        return;
+        return false;
     }
+    return true;
+}
+
+/* cgroup v2: `dir`/cpu.max. */
+static void op_cgroup_read_v2(op_cgroup_cpu_limit *out, const char *dir) {
+    char path[OP_CGROUP_PATH_MAX + 32];
+    char content[128];
+    if (!op_cgroup_read_file(out, dir, "cpu.max", true, path, content, sizeof content)) return;
     const char *p = content;
     int64_t quota = 0, period = 0;
     bool unlimited = strncmp(p, "max", 3) == 0;
@@ -132,13 +141,7 @@ static void op_cgroup_read_v2(op_cgroup_cpu_limit *out, const char *dir) {
 static void op_cgroup_read_v1(op_cgroup_cpu_limit *out, const char *dir) {
     char path[OP_CGROUP_PATH_MAX + 32];
     char content[128];
-    snprintf(path, sizeof path, "%s/cpu.cfs_quota_us", dir);
-    int rc = op_read_small_file(path, content, sizeof content);
-    if (rc == ENOENT || rc == ENOTDIR) return;
-    if (rc != 0) {
-        op_cgroup_fail(out, path, NULL, strerror(rc));
-        return;
-    }
+    if (!op_cgroup_read_file(out, dir, "cpu.cfs_quota_us", true, path, content, sizeof content)) return;
     const char *p = content;
     int64_t quota = 0, period = 0;
     if (strncmp(p, "-1", 2) == 0 && op_only_blanks(p + 2)) return; /* no limit */
@@ -146,12 +149,7 @@ static void op_cgroup_read_v1(op_cgroup_cpu_limit *out, const char *dir) {
         op_cgroup_fail(out, path, content, "expected -1 or a positive number of microseconds");
         return;
     }
-    snprintf(path, sizeof path, "%s/cpu.cfs_period_us", dir);
-    rc = op_read_small_file(path, content, sizeof content);
-    if (rc != 0) {
-        op_cgroup_fail(out, path, NULL, strerror(rc));
-        return;
-    }
+    if (!op_cgroup_read_file(out, dir, "cpu.cfs_period_us", false, path, content, sizeof content)) return;
     p = content;
     if (!op_parse_positive(p, &p, &period) || !op_only_blanks(p)) {
         op_cgroup_fail(out, path, content, "expected a positive number of microseconds");
