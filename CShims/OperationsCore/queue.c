@@ -159,6 +159,12 @@ void op_queue_busy_sub(op_queue_t *queue, uint64_t count) {
      * freed by whoever takes it idle, so a compaction after that holds a reference of its own
      * (not the busy units: a release may run a deinit that waits for the queue to go idle). */
     bool compact = queue->tracking && op_registry_compaction_due(queue, count);
+    if (OP_UNLIKELY(compact) && (op_tls_drain.queue == queue || op_tls_queue == queue)) {
+        /* This thread drains the queue or runs one of its bodies (a body that re-bands a task,
+         * or completes one): it holds units the releases' user code may wait for. */
+        op_registry_compact_elsewhere(queue);
+        compact = false;
+    }
     if (compact) op_queue_retain(queue);
     OP_RACE_WINDOW("busy: before the subtraction");
     uint64_t before = atomic_fetch_sub_explicit(&queue->busy, count, memory_order_seq_cst);

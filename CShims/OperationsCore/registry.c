@@ -179,9 +179,11 @@ static void op_maintenance_create(void) {
 
 static void op_registry_compact_task(void *context) {
     op_queue_t *queue = context;
-    /* release: a later compaction due after this point schedules again. */
-    atomic_store_explicit(&queue->compact_scheduled, false, memory_order_release);
     op_registry_compact_if_idle(queue);
+    /* Pending until done (releases included): a drainer that finds twice the threshold
+     * finished meanwhile compacts itself (drain.c), which bounds what a starved maintenance
+     * worker leaves unreleased. release: a compaction due after this schedules again. */
+    atomic_store_explicit(&queue->compact_scheduled, false, memory_order_release);
     op_queue_release(queue); /* the reference op_registry_compact_elsewhere took */
 }
 

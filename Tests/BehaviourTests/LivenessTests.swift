@@ -171,6 +171,9 @@ final class WaitsForQueueInDeinit: @unchecked Sendable {
     func touch() {}
 }
 
+/// Objects of tests that Foundation may still point to after a test gave up on it.
+let livenessTestObjectsKeptAlive = Recorder<(OperationQueue, [SelfFinishingOperation])>()
+
 @Suite(.needsQuietProcess) struct LivenessTests {
     /// Foundation on Linux adds about one thread per second while all of its threads block.
     private static func deadline(blockedBodies: Int) -> Double {
@@ -304,19 +307,23 @@ final class WaitsForQueueInDeinit: @unchecked Sendable {
             operation.completionBlock = { _ = completions.increment() }
             operations.append(operation)
         }
+        // Foundation on Linux keeps unretained pointers to these operations after it loses
+        // track of some (below): freeing them crashed it later, in OperationQueue._schedule.
+        livenessTestObjectsKeptAlive.append((queue, operations))
         queue.addOperations(operations, waitUntilFinished: false)
         for operation in operations where random.next() % 3 == 0 {
             if random.next() % 4 == 0 { usleep(UInt32(random.next() % 200)) }
             operation.cancel()
         }
-        waitUntilAllOperationsAreFinished(queue)
-        #expect(eventually { completions.current >= operations.count }, "\(runtimeUnderTest): \(completions.current) of \(operations.count) completion blocks ran")
-        quietPeriod()
-        deliberateDifference("exactly once: Foundation on Linux sometimes runs the completion block of an asynchronous operation cancelled as its queue starts it twice (201 of 200 seen)") {
+        deliberateDifference("Foundation on Linux at times never retires some asynchronous operations that finish themselves from cancel() as its queue starts them (operationCount stuck at 114 of 200, 86 completion blocks), and at times runs a completion block twice") {
+            waitUntilAllOperationsAreFinished(queue, seconds: Deadline.differenceSeconds)
+            #expect(eventually(seconds: Deadline.differenceSeconds) { completions.current >= operations.count },
+                    "\(runtimeUnderTest): \(completions.current) of \(operations.count) completion blocks ran")
+            quietPeriod()
             #expect(completions.current == operations.count, "\(runtimeUnderTest): \(completions.current) completion blocks ran for \(operations.count) operations")
+            let allFinished = operations.allSatisfy { $0.isFinished }
+            #expect(allFinished)
         }
-        let allFinished = operations.allSatisfy { $0.isFinished }
-        #expect(allFinished)
     }
 
     // Finding 3: an object captured only by an operation waits for its own queue in its deinit.
