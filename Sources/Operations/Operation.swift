@@ -311,7 +311,7 @@ open class Operation: @unchecked Sendable {
     ///
     /// Unavailable from async code, as in Foundation: there `await waitUntilFinished()`
     /// suspends the calling task instead of blocking its thread.
-    @available(*, noasync, message: "use await waitUntilFinished(), which suspends instead of blocking a thread")
+    @available(*, noasync, message: "use await waitUntilFinished(), which suspends instead of blocking a thread; in top-level code (main.swift) after an await, wrap the wait in a function or use the async form")
     open func waitUntilFinished() {
         if op_task_current() == task {
             operationMisuse("waitUntilFinished() called on \(self) from inside its own work; it would wait forever")

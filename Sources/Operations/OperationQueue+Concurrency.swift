@@ -25,20 +25,33 @@ extension OperationQueue {
         }
     }
 
-    /// Adds all `operations` before any of them starts; with `waitUntilFinished`, suspends the
-    /// calling task until all of them finished (the async counterpart of the blocking form).
-    public func addOperations(_ operations: [Operation], waitUntilFinished wait: Bool) async {
+    /// Adds all `operations` before any of them starts, then suspends the calling task until
+    /// all of them finished: the async counterpart of
+    /// `addOperations(operations, waitUntilFinished: true)`, which blocks a thread.
+    ///
+    /// It has a name of its own so that a non-waiting
+    /// `addOperations(_:waitUntilFinished: false)` in async code stays the synchronous
+    /// Foundation call and compiles without `await`.
+    public func addOperationsAndWait(_ operations: [Operation]) async {
         submitAll(operations)
-        if wait {
-            for operation in operations { await operation.waitUntilFinished() }
-        }
+        for operation in operations { await operation.waitUntilFinished() }
     }
 
-    /// Adds an async closure as a `TaskOperation` that reports the queue's
-    /// `qualityOfService`. A closure without `await` picks `addOperation(_:)` for synchronous
-    /// blocks instead.
-    public func addOperation(_ body: @escaping @Sendable () async -> Void) {
-        addOperationReportingQueueQoS(TaskOperation(body))
+    /// Adds an async closure as a ``TaskOperation`` that reports the queue's
+    /// `qualityOfService`, and returns it (to await, cancel, or read its `error`).
+    ///
+    /// Foundation has no async form of `addOperation(_:)`; this one has a name of its own so
+    /// that it cannot make a client's own `addOperation` extensions ambiguous.
+    ///
+    /// ```swift
+    /// let refresh = queue.addTaskOperation { try await refreshCache() }
+    /// await refresh.waitUntilFinished()
+    /// ```
+    @discardableResult
+    public func addTaskOperation(_ body: @escaping @Sendable () async throws -> Void) -> TaskOperation {
+        let operation = TaskOperation(body)
+        addOperationReportingQueueQoS(operation)
+        return operation
     }
 }
 

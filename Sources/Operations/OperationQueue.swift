@@ -114,9 +114,9 @@ open class OperationQueue: @unchecked Sendable {
     /// Adds all `operations` before any of them starts; with `waitUntilFinished`, returns when
     /// all of them finished. The same operation twice traps.
     ///
-    /// Unavailable from async code, as in Foundation: there the async overload suspends
-    /// instead of blocking a thread.
-    @available(*, noasync, message: "use await addOperations(_:waitUntilFinished:), which suspends instead of blocking a thread")
+    /// Available from async code, as in Foundation, so that a non-waiting call compiles there
+    /// without `await`; to wait from async code, `await addOperationsAndWait(_:)` suspends the
+    /// task instead of blocking its thread.
     open func addOperations(_ operations: [Operation], waitUntilFinished wait: Bool) {
         submitAll(operations)
         if wait {
@@ -254,7 +254,7 @@ open class OperationQueue: @unchecked Sendable {
     ///
     /// Unavailable from async code, as in Foundation: there
     /// `await waitUntilAllOperationsAreFinished()` suspends instead of blocking a thread.
-    @available(*, noasync, message: "use await waitUntilAllOperationsAreFinished(), which suspends instead of blocking a thread")
+    @available(*, noasync, message: "use await waitUntilAllOperationsAreFinished(), which suspends instead of blocking a thread; in top-level code (main.swift) after an await, wrap the wait in a function or use the async form")
     open func waitUntilAllOperationsAreFinished() {
         if isMainQueue && isMainThread() {
             operationMisuse("waitUntilAllOperationsAreFinished() called on \(self) from the main thread; its operations run on the main thread, so it would wait forever")

@@ -1,5 +1,5 @@
 // AsyncWaitTests.swift — `await waitUntilFinished()`, `await waitUntilAllOperationsAreFinished()`
-// and `await addOperations(_:waitUntilFinished:)` (issue 15; our addition: Foundation marks the
+// and `await addOperationsAndWait(_:)` (issue 15; our addition: Foundation marks the
 // blocking forms noasync and has no async ones): they suspend instead of blocking, so 32 waiting
 // tasks leave the cooperative pool free; they return when the blocking forms would; and a race
 // between waiters registering and operations finishing resumes every waiter once (seeded).
@@ -67,12 +67,12 @@ import Testing
         await completes("a wait on an idle queue") { await queue.waitUntilAllOperationsAreFinished() }
     }
 
-    @Test func addition_addOperationsWaitUntilFinishedSuspendsUntilAllFinished() async {
+    @Test func addition_addOperationsAndWaitSuspendsUntilAllFinished() async {
         let queue = OperationQueue()
         let done = Counter()
         let operations = (0..<20).map { _ in BlockOperation { usleep(200); done.increment() } }
-        await completes("addOperations(_:waitUntilFinished: true)") {
-            await queue.addOperations(operations, waitUntilFinished: true)
+        await completes("addOperationsAndWait(_:)") {
+            await queue.addOperationsAndWait(operations)
         }
         #expect(done.current == 20 && operations.allSatisfy { $0.isFinished })
     }

@@ -108,4 +108,22 @@ struct FoundationSurfaceTests {
         #expect(operation.description.contains("configured"))
         #expect(queue.description.contains("surface"))
     }
+
+    /// A raw value persisted by a Foundation build on Linux (0 to 4) or by Apple's (33, 25, 17,
+    /// 9, -1) reads back as the same class; `rawValue` gives Apple's. (Foundation on Linux reads
+    /// only its own values: our deliberate difference.)
+    @Test func addition_qualityOfServiceReadsFoundationOnLinuxAndApplesRawValues() {
+        let classes: [QualityOfService] = [.userInteractive, .userInitiated, .utility, .background, .default]
+        for (linuxValue, expected) in classes.enumerated() {
+            #expect(QualityOfService(rawValue: linuxValue) == expected, "Foundation on Linux's raw value \(linuxValue)")
+        }
+        for (appleValue, expected) in zip([33, 25, 17, 9, -1], classes) {
+            #expect(QualityOfService(rawValue: appleValue) == expected, "Apple's raw value \(appleValue)")
+            #expect(expected.rawValue == appleValue)
+            #expect(QualityOfService(rawValue: expected.rawValue) == expected)
+        }
+        for other in [5, 8, 10, 21, 34, -2, Int.max] {
+            #expect(QualityOfService(rawValue: other) == nil, "raw value \(other)")
+        }
+    }
 }

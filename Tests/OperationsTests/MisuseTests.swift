@@ -67,7 +67,7 @@ struct MisuseTests {
             a.addDependency(b)
             b.addDependency(c)
             c.addDependency(a)
-            await queue.addOperations([a, b, c], waitUntilFinished: false)
+            queue.addOperations([a, b, c], waitUntilFinished: false)
             blocking { queue.waitUntilAllOperationsAreFinished() }
         }
         expectStandardError(result, contains: ["dependency cycle", "\"cycle-a\"", "\"cycle-b\"", "\"cycle-c\"", "\"cyclic-queue\""])
@@ -86,7 +86,7 @@ struct MisuseTests {
             a.addDependency(b)
             b.addDependency(a)
             waiting.addDependency(a)
-            await queue.addOperations([a, b, waiting], waitUntilFinished: false)
+            queue.addOperations([a, b, waiting], waitUntilFinished: false)
             blocking { waiting.waitUntilFinished() }
         }
         expectStandardError(result, contains: ["dependency cycle", "\"loop-a\"", "\"loop-b\"", "\"behind-the-loop\""])
@@ -177,7 +177,7 @@ struct MisuseTests {
             let operation = BlockOperation {}
             operation.name = "listed-twice"
             let other = BlockOperation {}
-            await OperationQueue().addOperations([operation, other, operation], waitUntilFinished: false)
+            OperationQueue().addOperations([operation, other, operation], waitUntilFinished: false)
         }
         expectStandardError(result, contains: ["appears twice", "\"listed-twice\""])
     }

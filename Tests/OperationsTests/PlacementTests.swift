@@ -34,7 +34,7 @@ struct RanOn: Sendable, Equatable {
         #expect(queue.cpus == [cpu])
         let places = Recorder<RanOn>()
         let operations = (0..<64).map { _ in BlockOperation { places.append(.here()) } }
-        await completes("64 placed operations") { await queue.addOperations(operations, waitUntilFinished: true) }
+        await completes("64 placed operations") { await queue.addOperationsAndWait(operations) }
         #expect(places.count == 64)
         for place in places.snapshot {
             #expect(place.cpus == [cpu], "an operation of a queue placed on CPU \(cpu) ran on a thread with affinity \(place.cpus)")

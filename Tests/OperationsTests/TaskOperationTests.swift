@@ -201,7 +201,7 @@ struct ThrownForTest: Error, Equatable { let code: Int }
         middle.addDependency(first)
         last.addDependency(middle)
         let other = OperationQueue()
-        await other.addOperations([last, middle], waitUntilFinished: false)
+        other.addOperations([last, middle], waitUntilFinished: false)
         queue.addOperation(first)
         await completes("the chain to finish") { await last.waitUntilFinished() }
         #expect(log.snapshot == ["first", "middle", "last"])
@@ -256,24 +256,27 @@ struct ThrownForTest: Error, Equatable { let code: Int }
         #expect(operation.isFinished)
     }
 
-    @Test func addition_addOperationWithAnAsyncClosureAddsATaskOperationAndASyncOneABlockOperation() async {
+    @Test func addition_addTaskOperationAddsATaskOperationThatReportsTheQueueQoS() async {
         let queue = OperationQueue()
         queue.qualityOfService = .utility
         queue.isSuspended = true
         let log = Recorder<String>()
         queue.addOperation { log.append("sync") }
-        queue.addOperation {
+        let returned = queue.addTaskOperation {
             await Task.yield()
             log.append("async")
         }
+        let failing = queue.addTaskOperation { throw ThrownForTest(code: 7) }
         let added = queue.operations
-        #expect(added.count == 2)
+        #expect(added.count == 3)
         #expect(added.first is BlockOperation && !(added.first is TaskOperation))
-        #expect(added.last is TaskOperation)
-        #expect(added.last?.qualityOfService == .utility, "the async closure's operation does not report the queue's QoS")
+        #expect(added[1] === returned && added[2] === failing, "addTaskOperation(_:) did not return the operation it added")
+        #expect(returned.qualityOfService == .utility, "the async closure's operation does not report the queue's QoS")
         queue.isSuspended = false
         await completes("the queue to empty") { await queue.waitUntilAllOperationsAreFinished() }
         #expect(Set(log.snapshot) == ["sync", "async"])
+        #expect(returned.error == nil)
+        #expect(failing.error as? ThrownForTest == ThrownForTest(code: 7), "the thrown error is not the operation's error")
     }
 }
 
