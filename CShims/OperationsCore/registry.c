@@ -118,6 +118,21 @@ static void op_registry_release_removed(op_queue_t *queue, op_task_t *removed) {
     op_tls_release_batches = batch.outer;
 }
 
+static bool op_registry_release_elsewhere(op_queue_t *queue, op_task_t *removed);
+
+/* Releases what was removed, here, unless this thread runs a body of the queue or drains it: the
+ * releases run user code (a context's deinit) that may wait for this very queue, which would then
+ * wait for the body or slot this thread holds (a body that reads operationCount lists the queue,
+ * and a listing compacts). Then a worker of the maintenance queue releases them. */
+static void op_registry_release_removed_safely(op_queue_t *queue, op_task_t *removed) {
+    if (!removed) return;
+    if (OP_UNLIKELY(op_tls_queue == queue || op_tls_drain.queue == queue) &&
+        op_registry_release_elsewhere(queue, removed)) {
+        return;
+    }
+    op_registry_release_removed(queue, removed);
+}
+
 /* Drops the registry lock, first honouring compaction requests that arrived while it was
  * held (a queue that went idle meanwhile could not take it), then releasing what was removed. */
 static void op_registry_unlock(op_queue_t *queue, op_task_t *removed) {
@@ -133,7 +148,7 @@ static void op_registry_unlock(op_queue_t *queue, op_task_t *removed) {
             }
         }
         pthread_mutex_unlock(&queue->registry_lock);
-        op_registry_release_removed(queue, removed);
+        op_registry_release_removed_safely(queue, removed);
         removed = NULL;
         if (!atomic_load_explicit(&queue->compact_requested, memory_order_seq_cst)) return;
         if (pthread_mutex_trylock(&queue->registry_lock) != 0) return; /* the holder will do it */
@@ -185,6 +200,37 @@ static void op_registry_compact_task(void *context) {
      * worker leaves unreleased. release: a compaction due after this schedules again. */
     atomic_store_explicit(&queue->compact_scheduled, false, memory_order_release);
     op_queue_release(queue); /* the reference op_registry_compact_elsewhere took */
+}
+
+/* A list of removed tasks to release on the maintenance queue. */
+typedef struct op_release_job {
+    op_queue_t *queue;
+    op_task_t *removed;
+} op_release_job;
+
+static void op_registry_release_task(void *context) {
+    op_release_job *job = context;
+    op_registry_release_removed(job->queue, job->removed);
+    op_queue_release(job->queue);
+    free(job);
+}
+
+static bool op_registry_release_elsewhere(op_queue_t *queue, op_task_t *removed) {
+    pthread_once(&op_maintenance_once, op_maintenance_create);
+    op_release_job *job = malloc(sizeof *job);
+    if (!job || !op_maintenance_queue) {
+        free(job);
+        return false; /* out of memory: released here after all */
+    }
+    job->queue = queue;
+    job->removed = removed;
+    op_queue_retain(queue); /* `releasing` counts the list until it is released */
+    if (op_queue_submit_f(op_maintenance_queue, op_registry_release_task, job) != 0) {
+        op_queue_release(queue);
+        free(job);
+        return false;
+    }
+    return true;
 }
 
 void op_registry_compact_elsewhere(op_queue_t *queue) {

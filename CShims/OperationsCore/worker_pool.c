@@ -401,13 +401,16 @@ static void op_pool_look_at(op_pool *pool, op_worker *worker) {
     worker->monitor_seen = run;
     if ((run & (OP_RUN_IN_TASK | OP_RUN_LENT | OP_RUN_VISIBLE_WAIT | OP_RUN_LENDING)) ==
             (OP_RUN_IN_TASK | OP_RUN_LENT) &&
-        !worker->monitor_lent && run == seen) {
-        /* Counted blocked while its queue could not lend its slot (an explicit width), and still
-         * in that task: the width may have become the default since (a body set it), so ask
-         * again. acquire, and the worker waits at its task's end while LENDING is set, as below. */
+        run == seen) {
+        /* Counted blocked, still in that task. If its queue could not lend its slot then (an
+         * explicit width), the width may have become the default since (a body set it): ask
+         * again. acquire, and the worker waits at its task's end while LENDING is set, as below;
+         * `monitor_lent` is read only after it: the worker clears it at a task's end, before
+         * the releasing start of its next task. */
         if (atomic_compare_exchange_strong_explicit(&worker->run, &run, run | OP_RUN_LENDING,
                                                     memory_order_acquire, memory_order_relaxed)) {
-            if (worker->token->cls->lend_slot(worker->token, worker->spare ? NULL : &worker->local)) {
+            if (!worker->monitor_lent &&
+                worker->token->cls->lend_slot(worker->token, worker->spare ? NULL : &worker->local)) {
                 worker->monitor_lent = worker->token;
                 atomic_fetch_sub_explicit(&pool->blocked_unlent, 1, memory_order_relaxed);
             }

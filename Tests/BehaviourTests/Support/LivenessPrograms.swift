@@ -498,8 +498,11 @@ final class LivenessDeinitWaiter: @unchecked Sendable {
         let queue = queue, done = done
         // Foundation on Linux releases a finished operation under its queue's lock, so a deinit
         // that waits for the queue deadlocks Foundation itself (every worker then blocks on that
-        // lock): there the wait moves to a thread of its own. Operations runs it in place.
-        if onFoundation || currentThreadID() == interpreterThread {
+        // lock): there the wait moves to a thread of its own. Operations runs it in place, unless
+        // the last reference went on a thread that runs one of this queue's operations (another
+        // operation's finish can drop it, announcing readiness to its dependents): a wait for
+        // the own queue from there would wait for itself, a misuse on any runtime.
+        if onFoundation || currentThreadID() == interpreterThread || OperationQueue.current === queue {
             onNewThread { queue.waitUntilAllOperationsAreFinished(); done.open() }
             return
         }
