@@ -309,7 +309,7 @@ let livenessTestObjectsKeptAlive = Recorder<(OperationQueue, [SelfFinishingOpera
         }
         // Foundation on Linux keeps unretained pointers to these operations after it loses
         // track of some (below): freeing them crashed it later, in OperationQueue._schedule.
-        livenessTestObjectsKeptAlive.append((queue, operations))
+        if onFoundation { livenessTestObjectsKeptAlive.append((queue, operations)) }
         queue.addOperations(operations, waitUntilFinished: false)
         for operation in operations where random.next() % 3 == 0 {
             if random.next() % 4 == 0 { usleep(UInt32(random.next() % 200)) }
