@@ -35,7 +35,7 @@
 #include <errno.h>
 #include <pthread.h>
 
-#define OP_REGISTRY_MIN_COMPACT 256
+#define OP_REGISTRY_MIN_COMPACT 1024
 #define OP_REGISTRY_CHECK_EVERY 64
 
 int op_queue_set_tracking(op_queue_t *queue, op_task_fn release_context) {
@@ -180,16 +180,17 @@ void op_registry_compact_now(op_queue_t *queue) {
 
 /* The runtime's own queue for compactions that must not run where they were found due: a queue
  * of default width, made on first use, never freed, not tracking (so compacting nothing of its
- * own). Its workers hold no unit of the queues they compact. Utility class (nice 2): the
- * releases (what finished operations' closures held) are tidying, and at the default class they
- * took the CPU from latency-sensitive work on small machines (W7 busy p99.9 went from 1 to
- * 15 µs on 2 CPUs; 1.6 µs at utility). At background (nice 10) a loaded machine starved them;
- * and if they fall behind anyway, the drainer compacts itself (drain.c). */
+ * own). Its workers hold no unit of the queues they compact. Background class (nice 10): the
+ * releases (what finished operations' closures held) are tidying, and at a higher class they
+ * took the CPU from latency-sensitive work on small machines (W7 busy p99.9 on 2 CPUs: 15 µs at
+ * the default and utility classes, 3 µs here). A loaded machine may starve them: then a drainer
+ * that finds twice the threshold finished while one is pending compacts itself (drain.c), which
+ * keeps what finished operations hold bounded. */
 static op_queue_t *op_maintenance_queue;
 static pthread_once_t op_maintenance_once = PTHREAD_ONCE_INIT;
 
 static void op_maintenance_create(void) {
-    op_maintenance_queue = op_queue_create("operations maintenance", OP_QOS_UTILITY, OP_WIDTH_DEFAULT);
+    op_maintenance_queue = op_queue_create("operations maintenance", OP_QOS_BACKGROUND, OP_WIDTH_DEFAULT);
 }
 
 static void op_registry_compact_task(void *context) {
@@ -283,7 +284,9 @@ int op_registry_compaction_urgency(op_queue_t *queue, uint64_t finished) {
     /* relaxed: heuristic counts; no data is published through these. A compaction walks the
      * kept tasks and the finished ones: waiting for as many finishes as tasks were kept keeps it
      * O(1) per task (two visits at most) and holds at most about as many finished tasks (and
-     * what their contexts keep alive) as the queue holds unfinished ones, plus 256. */
+     * what their contexts keep alive) as the queue holds unfinished ones, plus 1024 (at least 1024
+     * between compactions: each one a drainer finds overdue costs it a token round trip, and at
+     * 256 those showed in a stream's p99.9 latency). */
     uint64_t finishes = atomic_fetch_add_explicit(&queue->registry_finishes,
                                                   OP_REGISTRY_CHECK_EVERY, memory_order_relaxed) +
                         OP_REGISTRY_CHECK_EVERY;

@@ -395,9 +395,11 @@ let livenessTestObjectsKeptAlive = Recorder<(OperationQueue, [SelfFinishingOpera
         let peak = LiveCapture.live.withLock { $0.peak }
         print("liveness: \(runtimeUnderTest) peak live captures \(peak) with a backlog of \(backlog) over \(total) operations")
         // Unfinished ones (the backlog) plus what finished and waits for release: a compaction
-        // is due once as many finished as are kept (the backlog, at least 256), and a drainer
+        // is due once as many finished as are kept (the backlog, at least 1024), and a drainer
         // compacts itself when twice that wait (the maintenance queue fell behind on a loaded
-        // machine), plus a batch and a check interval per thread.
-        #expect(peak <= 3 * backlog + 600, "\(runtimeUnderTest): \(peak) captures alive at once with a backlog of \(backlog)")
+        // machine), plus what finishes while compactions run, which grows with the load: 1 200
+        // seen on a quiet machine, 4 000 under the whole suite on 2 CPUs. A constant, however
+        // long the queue runs: the old code held 20 475 after 10^5 here (32 000 after 10^6).
+        #expect(peak <= backlog + 6 * max(backlog, 1024) + 600, "\(runtimeUnderTest): \(peak) captures alive at once with a backlog of \(backlog)")
     }
 }
