@@ -305,6 +305,12 @@ struct op_queue {
 static inline int32_t op_slots_running(uint64_t word) { return (int32_t)(uint32_t)word; }
 static inline uint32_t op_slots_idle(uint64_t word) { return (uint32_t)(word >> 32); }
 
+/* maintenance_queue.c: the runtime's queue for tidying (compactions, releases) found due where
+ * it must not run. Submit: false when the queue or the task could not be made (out of memory). */
+bool op_maintenance_submit(op_task_fn fn, void *context);
+/* Whether this thread runs a task of the maintenance queue. */
+bool op_maintenance_is_current(void);
+
 /* registry.c */
 void op_registry_add(op_queue_t *queue, op_task_t *task);
 void op_registry_compact_if_idle(op_queue_t *queue);
