@@ -244,6 +244,9 @@ typedef struct op_token_class {
     bool (*lend_slot)(op_token *token, op_local_run_queue_t *ring);
     /* The task's body returned: take back the slot lent_slot lent. */
     void (*take_back_slot)(op_token *token);
+    /* The pool that serves the token's queue now (its QoS or placement may have changed since
+     * the token was pushed): where op_pool_rehome_tokens moves a token that waits elsewhere. */
+    op_pool *(*home)(op_token *token);
 } op_token_class;
 struct op_token {
     const op_token_class *cls;
@@ -491,6 +494,12 @@ op_pool *op_pool_for_placement(const op_placement *placement, op_qos_t qos, op_p
 const op_placement *op_pool_placement(const op_pool *pool);
 /* Hands a token (a queue's claimed slot) to the pool and wakes a worker if none searches. */
 void op_pool_push_token(op_pool *pool, op_token *token);
+/* Moves the tokens waiting in `pool` whose queue another pool serves now (a QoS or placement
+ * change) to that pool; the others go back. Called when a queue leaves `pool` and by the
+ * monitor for a pool whose tokens wait for two ticks: a token pushed before the change would
+ * otherwise wait until one of `pool`'s workers is free, which a pool busy with long bodies may
+ * not be for a long time, while the queue's own pool idles. */
+void op_pool_rehome_tokens(op_pool *pool);
 /* True when a token may wait in the pool (a hint). */
 bool op_pool_has_tokens(op_pool *pool);
 /* The pool of the worker or spare on this thread, or NULL. */

@@ -130,8 +130,11 @@ static int op_queue_place(op_queue_t *queue, const bool *chosen) {
         placement = op_placement_intern(chosen);
         if (!placement) return ENOMEM;
     }
+    op_pool *before = op_queue_pool(queue);
     /* release: a reader of the pointer sees the placement built. */
     atomic_store_explicit(&queue->placement, placement, memory_order_release);
+    /* As a QoS change does (op_queue_set_qos): the queue's waiting tokens follow it. */
+    if (before && before != op_queue_pool(queue)) op_pool_rehome_tokens(before);
     return 0;
 }
 

@@ -43,12 +43,16 @@ static bool op_queue_token_lend_slot(op_token *token, op_local_run_queue_t *ring
 static void op_queue_token_take_back_slot(op_token *token) {
     op_queue_take_back_slot(op_queue_of_token(token));
 }
+static op_pool *op_queue_token_home(op_token *token) {
+    return op_queue_pool(op_queue_of_token(token));
+}
 
 /* How the worker pool reaches a queue through its tokens (the pool's only way up). */
 static const op_token_class op_queue_token_class = {
     .drain = op_drain_token,
     .lend_slot = op_queue_token_lend_slot,
     .take_back_slot = op_queue_token_take_back_slot,
+    .home = op_queue_token_home,
 };
 
 op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
@@ -760,7 +764,11 @@ bool op_queue_is_suspended(const op_queue_t *queue) {
 
 int op_queue_set_qos(op_queue_t *queue, op_qos_t qos) {
     if (!queue || (unsigned)qos >= OP_QOS_COUNT) return EINVAL;
+    op_pool *before = op_queue_pool(queue);
     atomic_store_explicit(&queue->qos, (int32_t)qos, memory_order_relaxed);
+    /* Tokens of the queue already waiting in the old class's pool go to the new one now, not
+     * when a worker of the old class is free (drainers move the slots they hold themselves). */
+    if (before && before != op_queue_pool(queue)) op_pool_rehome_tokens(before);
     return 0;
 }
 

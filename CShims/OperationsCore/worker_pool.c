@@ -173,6 +173,7 @@ struct op_pool {
     /* A placed pool's idle workers are leaving one after another (op_pool_worker_leaves_idle);
      * relaxed: a hint that makes a woken worker try to leave too. */
     _Atomic bool leaving;
+    bool tokens_waited; /* the monitor's: tokens waited at its last tick (op_pool_monitor_look) */
     int64_t retry_delay; /* under grow_lock */
     pthread_mutex_t grow_lock; /* starting workers (creation and retries) */
 };
@@ -254,6 +255,27 @@ void op_pool_push_token(op_pool *pool, op_token *token) {
     /* relaxed: a hint; the retry decides under its lock. */
     if (OP_UNLIKELY(atomic_load_explicit(&pool->created, memory_order_relaxed) < pool->size)) {
         op_pool_retry_workers(pool);
+    }
+}
+
+/* Tokens popped by one rehoming pass at most: a pass must end while others keep pushing. */
+#define OP_REHOME_MAX 256
+
+void op_pool_rehome_tokens(op_pool *pool) {
+    /* Popping takes a token as a worker would: it carries its queue's slot and busy unit, which
+     * keep the queue alive until the token is pushed again (our last touch of it). The pops and
+     * pushes are the FIFOs' own (lock-free, multi-producer multi-consumer). A token of this pool
+     * goes back behind those pushed meanwhile: the order of tokens is a pool's fairness only. */
+    op_token *taken[OP_REHOME_MAX];
+    int count = 0;
+    for (int node = 0; node < pool->node_count && count < OP_REHOME_MAX; node++) {
+        for (op_token *token; count < OP_REHOME_MAX && (token = op_fifo_pop(&pool->tokens[node]));) {
+            taken[count++] = token;
+        }
+    }
+    for (int i = 0; i < count; i++) {
+        op_pool *home = taken[i]->cls->home(taken[i]);
+        op_pool_push_token(home ? home : pool, taken[i]);
     }
 }
 
@@ -478,7 +500,13 @@ static bool op_pool_monitor_look(op_pool *pool, bool every) {
     if (!pool) return false;
     /* relaxed: counts and hints; a change after this look wakes the monitor again or is seen
      * at its next tick. */
-    if (!every && !op_pool_has_tokens(pool) && !op_pool_holds_local_work(pool) &&
+    bool tokens = op_pool_has_tokens(pool);
+    /* Tokens that waited through a whole tick may belong to a queue that moved to another pool
+     * since they were pushed (a QoS or placement change racing a push): they go there. Only
+     * the monitor reads and writes `tokens_waited`. */
+    if (tokens && pool->tokens_waited) op_pool_rehome_tokens(pool);
+    pool->tokens_waited = tokens;
+    if (!every && !tokens && !op_pool_holds_local_work(pool) &&
         atomic_load_explicit(&pool->blocked_unlent, memory_order_relaxed) <= 0) {
         return false;
     }

@@ -158,12 +158,11 @@ enum LivenessSeeds {
         LivenessRegressionSeed(seed: 15273763061029888865, pattern: "two deinits wait for their queue", knownHangOnOperations: false),
         // - a drainer gave its slot back (clearing the mark) while the others' bodies blocked.
         LivenessRegressionSeed(seed: 9317275976606735774, pattern: "slot given back while the others block", knownHangOnOperations: false),
-        // A known hang, not yet understood: under the full suite's load (once in CI under
-        // ThreadSanitizer as a random program, once in a plain full run as this entry, not in
-        // dozens of replays alone or under race windows) it stops with every operation finished
-        // and its queue (at utility QoS after three QoS changes) holding one slot and one busy
-        // unit that no thread holds. LIVENESS_FUZZ_KNOWN_HANGS=1 runs it.
-        LivenessRegressionSeed(seed: 16981687388880741592, pattern: "QoS changes, deinit and visible waits; a slot and a unit leak under load", knownHangOnOperations: true),
+        // - the queue moved to the utility class while its token (its last slot and a busy unit)
+        //   waited in the default pool, whose workers all ran long bodies of other tests: the token
+        //   waited there for more than 10 s while the utility pool idled (seen under the whole
+        //   suite's load only; StrandedTokenTests makes it certain).
+        LivenessRegressionSeed(seed: 16981687388880741592, pattern: "QoS changes while the old class's workers are busy elsewhere", knownHangOnOperations: false),
     ]
 }
 

@@ -1,0 +1,83 @@
+// StrandedTokenTests.swift — a queue that moves to another class or CPU set while its token
+// waits in the old pool. Found by the liveness fuzzer under the whole suite's load (seed
+// 16981687388880741592): a default queue's token was pushed to the default pool, the queue moved
+// to the utility class, and every worker of the default pool ran long bodies of other tests; the
+// token, which held the queue's last slot and a busy unit, waited there for more than 10 s while
+// the utility pool idled, and waitUntilAllOperationsAreFinished with it. The token must follow
+// its queue (op_pool_rehome_tokens: at the change, and the monitor's backstop for a push that
+// races the change).
+import Glibc
+import OperationsCore
+import Synchronization
+import Testing
+
+/// Bodies that compute (spin) until told to stop, or until their own deadline.
+private final class Spinners: Sendable {
+    let started = Atomic<Int>(0)
+    let stop = Atomic<Bool>(false)
+    let deadline: Int64
+    init(seconds: Double) { deadline = monotonicNs() + Int64(seconds * 1e9) }
+}
+
+private let spinBody: TaskBody = { context in
+    let spinners = contextObject(context, as: Spinners.self)
+    spinners.started.add(1, ordering: .sequentiallyConsistent)
+    while !spinners.stop.load(ordering: .relaxed) && monotonicNs() < spinners.deadline {}
+}
+
+private let openLatchBody: TaskBody = { context in
+    contextObject(context, as: Latch.self).open()
+}
+
+@Suite(.needsQuietProcess, .serialized) struct StrandedTokenTests {
+    @Test(arguments: [false, true])
+    func tokenWaitingInABusyPoolFollowsItsQueueToItsNewPool(byPlacement: Bool) throws {
+        // Every worker of the default pool computes (not asleep: the monitor rightly starts no
+        // spare for them), on a queue whose explicit width is the pool's size.
+        op_runtime_start_workers(OP_QOS_DEFAULT)
+        let workers = Int(op_runtime_worker_count(OP_QOS_DEFAULT))
+        try #require(workers > 0)
+        let spinners = Spinners(seconds: Limits.waitSeconds)
+        let spinQueue = try makeQueue("spinners", width: Int32(workers))
+        defer { op_queue_release(spinQueue) }
+        var tasks: [OpaquePointer] = []
+        defer { tasks.forEach { op_task_release($0) } }
+        for _ in 0..<workers {
+            let task = try makeTask(spinBody, contextPointer(spinners))
+            tasks.append(task)
+            #expect(op_queue_submit(spinQueue, task) == 0)
+        }
+        defer {
+            spinners.stop.store(true, ordering: .sequentiallyConsistent)
+            #expect(op_queue_wait(spinQueue, Limits.waitNs) == 0)
+        }
+        let deadline = monotonicNs() + Limits.waitNs
+        while spinners.started.load(ordering: .sequentiallyConsistent) < workers && monotonicNs() < deadline {
+            usleep(100)
+        }
+        try #require(spinners.started.load(ordering: .sequentiallyConsistent) == workers,
+                     "the spinning bodies did not all start")
+
+        // A default queue's task: its token waits in the default pool, behind the spinners.
+        let moved = try makeQueue(byPlacement ? "placed while its token waits" : "reclassed while its token waits")
+        defer { op_queue_release(moved) }
+        let ran = Latch()
+        let task = try makeTask(openLatchBody, contextPointer(ran))
+        tasks.append(task)
+        #expect(op_queue_submit(moved, task) == 0)
+        if byPlacement {
+            var cpu: Int32 = 0
+            var node: Int32 = 0
+            op_runtime_cpu(0, &cpu, &node)
+            var list = [cpu]
+            #expect(op_queue_set_cpu_list(moved, &list, 1, nil) == 0)
+        } else {
+            #expect(op_queue_set_qos(moved, OP_QOS_UTILITY) == 0)
+        }
+        // It runs on the new pool's workers while the old pool's still compute.
+        #expect(ran.wait(seconds: Limits.waitSeconds / 2),
+                "the task of a queue moved to \(byPlacement ? "a CPU set" : "the utility class") waited in the old, busy pool")
+        #expect(!spinners.stop.load(ordering: .relaxed) && monotonicNs() < spinners.deadline)
+        #expect(op_queue_wait(moved, Limits.waitNs) == 0)
+    }
+}
