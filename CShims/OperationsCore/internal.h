@@ -533,6 +533,8 @@ void op_worker_count_task(void);
  * sure a spare stands in; returns false when the monitor already lent the task's slot. No-ops
  * (returning false) on threads that are not the pool's. */
 bool op_worker_will_block(void);
+/* After op_worker_will_block: whether the wait's queue lent its slot (see op_queue_will_block). */
+void op_worker_wait_settled(bool lent);
 void op_worker_did_unblock(void);
 
 /* Sets the thread-locals seen by op_task_current / op_queue_current. */

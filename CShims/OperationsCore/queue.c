@@ -571,7 +571,11 @@ void op_queue_will_block(void) {
      * others (the spare) find it: the body may wait for exactly that. */
     op_queue_t *drained = op_tls_drain.queue;
     bool flushed = op_drain_flush_local();
-    if (op_worker_will_block()) op_tls_lent_queue = op_queue_lend_slot(op_tls_queue);
+    bool may_lend = op_worker_will_block();
+    if (may_lend) op_tls_lent_queue = op_queue_lend_slot(op_tls_queue);
+    /* Lent now, or (not lent by the monitor already) to be lent by the monitor if the queue's
+     * width becomes the default while we wait. */
+    op_worker_wait_settled(!may_lend || op_tls_lent_queue != NULL);
     /* The queue may now start one more of its tasks (on the spare, or any worker); on a queue
      * of another width nothing is lent, but what we flushed still needs a drainer if the width
      * allows one. Our slot keeps the queue alive across both. */

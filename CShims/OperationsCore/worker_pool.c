@@ -103,7 +103,14 @@
 #define OP_RUN_IN_TASK UINT64_C(2)
 #define OP_RUN_VISIBLE_WAIT UINT64_C(4)
 #define OP_RUN_LENDING UINT64_C(8)
-#define OP_RUN_SERIAL_SHIFT 4
+/* A visible wait (VISIBLE_WAIT) whose own lending is settled (WAIT_SETTLED): its queue lent the
+ * slot at the wait's start (WAIT_LENT), or could not (an explicit width), in which case the
+ * monitor lends it if the width has become the default since (RELENT: the worker takes it back
+ * at its task's end). */
+#define OP_RUN_WAIT_SETTLED UINT64_C(16)
+#define OP_RUN_WAIT_LENT UINT64_C(32)
+#define OP_RUN_RELENT UINT64_C(64)
+#define OP_RUN_SERIAL_SHIFT 7
 
 /* pool->balance: blocked workers (and blocked spares) in the low half, spares in the high. */
 #define OP_BALANCE_SPARE (UINT64_C(1) << 32)
@@ -339,7 +346,13 @@ void op_worker_body_end(void) {
             break;
         }
     }
-    if (OP_LIKELY(!(old & OP_RUN_LENT))) return;
+    if (OP_LIKELY(!(old & (OP_RUN_LENT | OP_RUN_RELENT)))) return;
+    if (old & OP_RUN_RELENT) {
+        /* The monitor lent the slot of a visible wait (counted blocked by the wait itself). */
+        worker->monitor_lent->cls->take_back_slot(worker->monitor_lent);
+        worker->monitor_lent = NULL;
+        return;
+    }
     /* Counted blocked; a slot was lent only if the queue's width allowed it. */
     if (worker->monitor_lent) {
         worker->monitor_lent->cls->take_back_slot(worker->monitor_lent);
@@ -403,11 +416,24 @@ bool op_worker_will_block(void) {
     return !lent_by_monitor;
 }
 
+void op_worker_wait_settled(bool lent) {
+    if (!op_tls_worker) return;
+    /* relaxed: as VISIBLE_WAIT; the monitor's compare-and-swap sees the bits or not, and acts on
+     * a wait only once it is settled, so never lends what the wait's start lent. */
+    atomic_fetch_or_explicit(&op_tls_worker->run,
+                             OP_RUN_WAIT_SETTLED | (lent ? OP_RUN_WAIT_LENT : 0),
+                             memory_order_relaxed);
+}
+
 void op_worker_did_unblock(void) {
     op_pool *pool = op_tls_pool;
     if (!pool) return;
     if (op_tls_worker) {
-        atomic_fetch_and_explicit(&op_tls_worker->run, ~OP_RUN_VISIBLE_WAIT, memory_order_relaxed);
+        /* relaxed: as above. A slot the monitor lent meanwhile (RELENT) stays lent until the
+         * task's end, as for a worker it counted blocked. */
+        atomic_fetch_and_explicit(&op_tls_worker->run,
+                                  ~(OP_RUN_VISIBLE_WAIT | OP_RUN_WAIT_SETTLED | OP_RUN_WAIT_LENT),
+                                  memory_order_relaxed);
     }
     op_pool_uncount_blocked(pool);
 }
@@ -421,6 +447,25 @@ static void op_pool_look_at(op_pool *pool, op_worker *worker) {
     uint64_t run = atomic_load_explicit(&worker->run, memory_order_relaxed);
     uint64_t seen = worker->monitor_seen;
     worker->monitor_seen = run;
+    if ((run & (OP_RUN_IN_TASK | OP_RUN_LENT | OP_RUN_VISIBLE_WAIT | OP_RUN_LENDING |
+                OP_RUN_WAIT_SETTLED | OP_RUN_WAIT_LENT | OP_RUN_RELENT)) ==
+            (OP_RUN_IN_TASK | OP_RUN_VISIBLE_WAIT | OP_RUN_WAIT_SETTLED) &&
+        run == seen) {
+        /* In a visible wait for a whole tick, whose queue could not lend its slot when the wait
+         * began (an explicit width): the width may be the default now (a body set it), and the
+         * work the wait waits for may sit behind it. Lend as for a worker counted blocked; the
+         * wait counted itself blocked already. acquire, and LENDING holds the worker at its
+         * task's end, as below. What it released went to the bands when the wait began. */
+        if (atomic_compare_exchange_strong_explicit(&worker->run, &run, run | OP_RUN_LENDING,
+                                                    memory_order_acquire, memory_order_relaxed)) {
+            bool lent = worker->token->cls->lend_slot(worker->token, NULL);
+            if (lent) worker->monitor_lent = worker->token;
+            /* release: `monitor_lent` before the worker's acquiring end sees RELENT. */
+            atomic_fetch_xor_explicit(&worker->run, OP_RUN_LENDING | (lent ? OP_RUN_RELENT : 0),
+                                      memory_order_release);
+        }
+        return;
+    }
     if ((run & (OP_RUN_IN_TASK | OP_RUN_LENT | OP_RUN_VISIBLE_WAIT | OP_RUN_LENDING)) ==
             (OP_RUN_IN_TASK | OP_RUN_LENT) &&
         run == seen) {

@@ -225,6 +225,44 @@ let livenessTestObjectsKeptAlive = Recorder<(OperationQueue, [SelfFinishingOpera
         }
     }
 
+    // Bodies wait visibly (waitUntilFinished) for an operation of their queue that a dependency
+    // on another queue holds, at an explicit width that lets them all run; then the queue gets the
+    // default width, which they exceed, and the dependency finishes. The waits lent no slot when
+    // they began (an explicit width is the caller's limit). waitUntilFinished waits in slices (it
+    // looks for dependency cycles between them) and each slice lends anew; a wait of the C API
+    // that never ends a slice relies on the monitor (OperationsCoreTests' StrandedTokenTests).
+    @Test func visibleWaitsThenDefaultWidthBelowTheirCountComplete() {
+        let queue = OperationQueue()
+        let waiters = onlineCPUs + 1
+        queue.maxConcurrentOperationCount = waiters
+        let holder = OperationQueue()
+        holder.isSuspended = true
+        let gate = BlockOperation {}
+        let awaited = BlockOperation {}
+        awaited.name = "awaited"
+        awaited.addDependency(gate)
+        holder.addOperation(gate)
+        queue.addOperation(awaited)
+        let started = Latch()
+        for index in 0..<waiters {
+            let operation = BlockOperation {
+                started.arrive()
+                awaited.waitUntilFinished()
+            }
+            operation.name = "waiter \(index)"
+            queue.addOperation(operation)
+        }
+        let seconds = Self.deadline(blockedBodies: waiters)
+        let allStarted = waitFor(started, "\(waiters) visible waiters running at width \(waiters)", count: waiters, seconds: seconds)
+        if allStarted { queue.maxConcurrentOperationCount = OperationQueue.defaultMaxConcurrentOperationCount }
+        holder.isSuspended = false
+        guard waitUntilFinished(awaited, "the operation \(waiters) visible waiters wait for, behind the default width", seconds: seconds) else {
+            queue.maxConcurrentOperationCount = waiters + 1 // free the waiters before giving up
+            return
+        }
+        waitUntilAllOperationsAreFinished(queue, seconds: seconds)
+    }
+
     // Finding 1, second half: the real concurrency of a default-width queue follows its blocked
     // bodies (I/O-bound work on one queue is not capped at the CPU count).
     @Test func blockedBodiesOfDefaultWidthQueueRunConcurrentlyBeyondCPUCount() {

@@ -1,11 +1,17 @@
-// StrandedTokenTests.swift — a queue that moves to another class or CPU set while its token
-// waits in the old pool. Found by the liveness fuzzer under the whole suite's load (seed
+// StrandedWorkTests.swift — work that waited where nothing would run it.
+//
+// A queue that moves to another class or CPU set while its token waits in the old pool. Found by the liveness fuzzer under the whole suite's load (seed
 // 16981687388880741592): a default queue's token was pushed to the default pool, the queue moved
 // to the utility class, and every worker of the default pool ran long bodies of other tests; the
 // token, which held the queue's last slot and a busy unit, waited there for more than 10 s while
 // the utility pool idled, and waitUntilAllOperationsAreFinished with it. The token must follow
 // its queue (op_pool_rehome_tokens: at the change, and the monitor's backstop for a push that
 // races the change).
+//
+// Tasks that wait visibly (op_task_wait) at an explicit width that let them all run, for a task
+// of their queue that becomes ready after the width became the default, which they exceed. A
+// visible wait lends its slot only when its queue has the default width as it begins; the
+// monitor now lends it when the width became the default since.
 import Glibc
 import OperationsCore
 import Synchronization
@@ -25,11 +31,26 @@ private let spinBody: TaskBody = { context in
     while !spinners.stop.load(ordering: .relaxed) && monotonicNs() < spinners.deadline {}
 }
 
+/// A task that waits visibly for another (`awaited`, set before it runs), with a deadline far
+/// beyond the test's, so the wait never ends a slice on its own.
+private final class VisibleWaiters: @unchecked Sendable {
+    var awaited: OpaquePointer?
+    let started = Latch()
+    let returned = Latch()
+}
+
+private let waitVisiblyBody: TaskBody = { context in
+    let state = contextObject(context, as: VisibleWaiters.self)
+    state.started.arrive()
+    _ = op_task_wait(state.awaited, 2 * Limits.waitNs)
+    state.returned.arrive()
+}
+
 private let openLatchBody: TaskBody = { context in
     contextObject(context, as: Latch.self).open()
 }
 
-@Suite(.needsQuietProcess, .serialized) struct StrandedTokenTests {
+@Suite(.needsQuietProcess, .serialized) struct StrandedWorkTests {
     @Test(arguments: [false, true])
     func tokenWaitingInABusyPoolFollowsItsQueueToItsNewPool(byPlacement: Bool) throws {
         // Every worker of the default pool computes (not asleep: the monitor rightly starts no
@@ -79,5 +100,36 @@ private let openLatchBody: TaskBody = { context in
                 "the task of a queue moved to \(byPlacement ? "a CPU set" : "the utility class") waited in the old, busy pool")
         #expect(!spinners.stop.load(ordering: .relaxed) && monotonicNs() < spinners.deadline)
         #expect(op_queue_wait(moved, Limits.waitNs) == 0)
+    }
+
+    @Test func visibleWaitsBeyondAWidthThatBecameTheDefaultGetTheirSlotsLent() throws {
+        var topology = op_topology_t()
+        op_runtime_topology(&topology)
+        let waiters = Int(topology.default_width) + 1
+        let queue = try makeQueue("visible waiters", width: Int32(waiters))
+        defer { op_queue_release(queue) }
+        let state = VisibleWaiters()
+        // The awaited task is held by a dependency completed by hand below.
+        let gate = try makeTask(emptyBody, nil, flags: UInt32(OP_TASK_MANUAL_COMPLETION))
+        let awaited = try makeTask(emptyBody, nil)
+        defer { op_task_release(awaited); op_task_release(gate) }
+        state.awaited = awaited
+        #expect(op_task_add_dependency(awaited, gate) == 0)
+        #expect(op_queue_submit(queue, awaited) == 0)
+        var tasks: [OpaquePointer] = []
+        defer { tasks.forEach { op_task_release($0) } }
+        for _ in 0..<waiters {
+            let task = try makeTask(waitVisiblyBody, contextPointer(state))
+            tasks.append(task)
+            #expect(op_queue_submit(queue, task) == 0)
+        }
+        try #require(state.started.wait(for: waiters, seconds: Limits.waitSeconds),
+                     "\(waiters) waiting tasks did not all start at width \(waiters)")
+        #expect(op_queue_set_width(queue, OP_WIDTH_DEFAULT) == 0)
+        #expect(op_task_complete(gate) == 0)
+        let returned = state.returned.wait(for: waiters, seconds: Limits.waitSeconds / 2)
+        #expect(returned, "the task \(waiters) visible waits wait for stayed behind the default width (\(state.returned.arrivals) returned)")
+        if !returned { op_queue_set_width(queue, Int32(waiters + 1)) } // free them before giving up
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
     }
 }
