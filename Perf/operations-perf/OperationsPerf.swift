@@ -24,14 +24,30 @@ struct OperationsPerf: ParsableCommand {
             process pinned to that many CPUs (--pin-cpus), and adds a table and a chart
             (cpus.svg) of ns/op against CPUs.
 
-            Workloads (the default suite is W1-W11 and S1-S3):
+            Output: the tables on stdout; --svg DIR adds the charts, --json FILE every
+            round. --goals adds the design goals (targets, not failures), checked against
+            this run's figures.
+
+            Exit status: 0 the run completed (timings never fail a run); 1 a workload
+            counted wrong or a setup failed; 2 with --goals, the run completed and at
+            least one goal was missed; 3 the watchdog found a hang; 64 bad options.
+
+            Workloads (the default suite is \(WorkloadCatalog.defaultSuiteText); the sweep
+            and nice-share run only when asked for):
             \(WorkloadCatalog.helpText)
             """)
+
+    /// The exit status of a completed run with --goals when a goal was missed.
+    static let goalsMissedExitCode: Int32 = 2
 
     @Flag(help: "A short run (under 20 s): smaller sizes, 3 rounds.")
     var quick = false
 
-    @Option(help: "Interleaved rounds of W1-W6, W8, W10, W11, S1-S3 (default 5; --quick 3).")
+    @Flag(help: ArgumentHelp(
+        "Also print the design goals (targets, not failures) against this run's figures; exit status 2 when one is missed."))
+    var goals = false
+
+    @Option(help: "Interleaved rounds of W1-W6, W8, W10, W11, S1-S3 and E1 (default 5; --quick 3).")
     var rounds: Int?
     @Option(help: "Interleaved rounds of W7 (default 3; --quick 2).")
     var latencyRounds: Int?
@@ -77,7 +93,7 @@ struct OperationsPerf: ParsableCommand {
     var niceShare = false
     @Flag(help: "Nice share with both queues placed on one CPU (implies --nice-share).")
     var sameCpu = false
-    @Option(help: "Run only these workloads (comma-separated: W1 ... W11, sweep, nice-share).")
+    @Option(help: "Run only these workloads (comma-separated ids from the list below: W1 ... W11, S1 ... S3, E1, sweep, nice-share).")
     var only: String?
     @Option(help: "Run only these contenders (comma-separated: operations, core, foundation, dispatch).")
     var contenders: String?
@@ -105,7 +121,8 @@ struct OperationsPerf: ParsableCommand {
             }
         }
         if let cpus {
-            try CPUCountRuns.run(counts: try CPUCountRuns.parse(cpus), json: json, svg: svg)
+            let met = try CPUCountRuns.run(counts: try CPUCountRuns.parse(cpus), json: json, svg: svg, goals: goals)
+            if !met { throw ExitCode(Self.goalsMissedExitCode) }
             return
         }
         let config = try configuration()
@@ -118,12 +135,14 @@ struct OperationsPerf: ParsableCommand {
         var report = try Suite.run(config)
         report.wallSeconds = Progress.elapsedSeconds
         Table.print(report)
+        if goals { Table.goalRows(report.goals) }
         if let json { try JSONReport.write(report, to: json) }
         if let svg {
             let files = try Charts.write(report, to: svg)
             print("\ncharts: " + files.joined(separator: ", "))
         }
         print("\nwall time \(Table.fixed(report.wallSeconds, 1)) s")
+        if goals && report.goals.contains(where: { !$0.met }) { throw ExitCode(Self.goalsMissedExitCode) }
     }
 
     /// The options resolved into sizes, selection and contenders.

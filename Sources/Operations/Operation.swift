@@ -425,7 +425,11 @@ open class Operation: @unchecked Sendable {
             }
             block?()
         }
-        if old & (State.enqueued | State.started) == State.enqueued {
+        // A subclass that overrides start() without calling super never sets `started`: its
+        // core task running (a worker took it and the queue called start(); it stays running
+        // until this completion) says that the queue started it. So an asynchronous operation
+        // that finishes later, or a cancelled one that finishes inside start(), is not warned.
+        if old & (State.enqueued | State.started) == State.enqueued && !op_task_is_executing(task) {
             Operation.warnFinishedBeforeStarted(self)
         }
         // On a queued operation that has not started (an asynchronous operation that finished

@@ -36,7 +36,10 @@ enum CPUCountRuns {
         return counts
     }
 
-    static func run(counts: [Int], json: String?, svg: String?) throws {
+    /// Returns whether every goal was met (always true without `goals`). With `goals`, each
+    /// child prints its own goals and exits with status 2 when it missed one.
+    static func run(counts: [Int], json: String?, svg: String?, goals showGoals: Bool) throws -> Bool {
+        var childMissedGoals = false
         let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         let passed = passedArguments(Array(CommandLine.arguments.dropFirst()))
         var report = CPUCountReport(machine: Machine.current, runs: [])
@@ -53,9 +56,11 @@ enum CPUCountRuns {
             child.arguments = ["--pin-cpus", "\(count)", "--json", file] + passed
             try child.run()
             child.waitUntilExit()
-            guard child.terminationReason == .exit, child.terminationStatus == 0 else {
+            let missedGoals = showGoals && child.terminationStatus == OperationsPerf.goalsMissedExitCode
+            guard child.terminationReason == .exit, child.terminationStatus == 0 || missedGoals else {
                 throw PerfError.setup("the child run on \(count) CPUs failed (status \(child.terminationStatus))")
             }
+            childMissedGoals = childMissedGoals || missedGoals
             report.runs.append(CPUCountRun(cpus: count, report: try JSONReport.read(SuiteReport.self, from: file)))
         }
         report.goals = goals(report.runs)
@@ -67,6 +72,10 @@ enum CPUCountRuns {
             try CPUCountChart.svg(report.runs).write(to: path)
             print("\ncharts: \(path)")
         }
+        guard showGoals else { return true }
+        Table.goalRows(report.goals, across: "across CPU counts")
+        if childMissedGoals { print("(a run at one CPU count missed goals: see its own list above)") }
+        return !childMissedGoals && report.goals.allSatisfy(\.met)
     }
 
     /// The parent's arguments for its children: without --cpus, --pin-cpus, --json and --svg

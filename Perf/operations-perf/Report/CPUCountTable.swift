@@ -1,6 +1,5 @@
 // CPUCountTable.swift — the `--cpus` summary on stdout: each throughput figure per CPU count
-// (ns/op, and dispatch's time / ours in the same round), S1's efficiency per CPU count, and
-// the goals across CPU counts.
+// (ns/op, and dispatch's time / ours in the same round) and S1's efficiency per CPU count.
 
 /// Prints a `CPUCountReport`.
 enum CPUCountTable {
@@ -40,7 +39,6 @@ enum CPUCountTable {
                 }
             }
         }
-        Table.goalRows("Goals across CPU counts", report.goals)
     }
 
     private static func row(_ cells: [String], _ widths: [Int]) { Table.row(cells, widths) }

@@ -83,6 +83,24 @@ enum WorkloadCatalog {
     /// The ids the default suite runs.
     static let defaultSuite = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "S1", "S2", "S3", "E1"]
 
+    /// The default suite as `--help` names it: "W1-W11, S1-S3 and E1".
+    static var defaultSuiteText: String {
+        var groups: [(prefix: Character, numbers: [Int])] = []
+        for id in defaultSuite {
+            guard let prefix = id.first, let number = Int(id.dropFirst()) else { continue }
+            if let last = groups.indices.last, groups[last].prefix == prefix, groups[last].numbers.last == number - 1 {
+                groups[last].numbers.append(number)
+            } else {
+                groups.append((prefix, [number]))
+            }
+        }
+        let names = groups.map { group in
+            group.numbers.count == 1 ? "\(group.prefix)\(group.numbers[0])"
+                : "\(group.prefix)\(group.numbers[0])-\(group.prefix)\(group.numbers.last!)"
+        }
+        return names.count > 1 ? names.dropLast().joined(separator: ", ") + " and " + names.last! : names.joined()
+    }
+
     /// The catalogue as `--help` prints it: each entry re-wrapped to 78 columns under its id.
     static var helpText: String {
         entries.map { entry in
