@@ -245,7 +245,8 @@ typedef struct op_token_class {
     /* The task's body returned: take back the slot lent_slot lent. */
     void (*take_back_slot)(op_token *token);
     /* The pool that serves the token's queue now (its QoS or placement may have changed since
-     * the token was pushed): where op_pool_rehome_tokens moves a token that waits elsewhere. */
+     * the token was pushed): where op_pool_rehome_tokens moves a token that waits elsewhere.
+     * NULL: the token stays where it was pushed. */
     op_pool *(*home)(op_token *token);
 } op_token_class;
 struct op_token {

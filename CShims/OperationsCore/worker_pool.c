@@ -281,7 +281,8 @@ void op_pool_rehome_tokens(op_pool *pool) {
         }
     }
     for (int i = 0; i < count; i++) {
-        op_pool *home = taken[i]->cls->home(taken[i]);
+        /* A class without `home` (tokens that are not a queue's) stays in this pool. */
+        op_pool *home = taken[i]->cls->home ? taken[i]->cls->home(taken[i]) : NULL;
         op_pool_push_token(home ? home : pool, taken[i]);
     }
 }
