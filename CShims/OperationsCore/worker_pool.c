@@ -92,8 +92,6 @@
 #define OP_SEARCH_NS 8000   /* an idle worker looks for tokens this long before parking */
 #define OP_SEARCH_SPIN_NS 2000 /* ... the first part of it spinning, counted as searching */
 #define OP_YIELD_SEARCHERS 2   /* ... the rest yielding the CPU, only this many at once */
-#define OP_WAKE_FANOUT 2     /* parked workers a token push wakes: the kernel picks which, and one on
-                               the submitter's own busy CPU may wait a time slice to run */
 #define OP_SPARES_MAX 512   /* spare threads per class at most (nested waits that deep) */
 #define OP_SPARE_IDLE_NS (200 * INT64_C(1000000)) /* a parked spare looks whether it is surplus */
 
@@ -140,6 +138,10 @@ typedef struct op_worker {
     struct op_worker *next_spare; /* the pool's list of spares, under spares_lock */
     /* Pinned workers only: ready tasks released on this worker (drain.c), stolen by others. */
     op_local_run_queue local;
+    /* Pinned workers only: where it parks (a futex word bumped by whoever wakes it: the worker
+     * sleeps while it holds the value it read before registering in pool->parked). On a line
+     * of its own: a waker writes it, nothing else on the task path reads it. */
+    alignas(OP_CACHE_LINE) _Atomic uint32_t wake_word;
 } op_worker;
 
 struct op_pool {
@@ -149,7 +151,14 @@ struct op_pool {
     int size;
     int node_count;
     op_fifo *tokens; /* one per node */
-    op_event_t event;
+    op_event_t event; /* where spares park (pinned workers park on their own word) */
+    /* Pinned workers parked on their own word, one bit each (by worker index), and the index of
+     * the worker pinned to each CPU id (-1: none of this pool's), for waking one on a chosen
+     * CPU. Written at every park and wake-up, never on the task path. */
+    _Atomic uint64_t *parked;
+    int parked_words;
+    int *worker_of_cpu;
+    int max_cpu_id;
     alignas(OP_CACHE_LINE) _Atomic int searching;
     alignas(OP_CACHE_LINE) _Atomic int started;
     op_worker *workers;
@@ -249,6 +258,102 @@ bool op_pool_local_work(op_pool *pool, const void *tag) {
     return false;
 }
 
+static op_token *op_pool_take_token(op_pool *pool, int home);
+
+/* Wakes parked pinned worker `index` if it is still parked (its bit ours to clear); true then.
+ * seq_cst: the clear is the waker's half of the Dekker pair with the worker's registration
+ * (set bit, fence, look at the FIFOs). */
+static bool op_pool_wake_worker(op_pool *pool, int index) {
+    uint64_t bit = UINT64_C(1) << (index % 64);
+    uint64_t old = atomic_fetch_and_explicit(&pool->parked[index / 64], ~bit, memory_order_seq_cst);
+    if (!(old & bit)) return false; /* awake already, or another waker took it */
+    op_worker *worker = &pool->workers[index];
+    /* release: the worker's acquiring look at the word sees the token pushed before. */
+    atomic_fetch_add_explicit(&worker->wake_word, 1, memory_order_release);
+    op_futex_wake(&worker->wake_word, 1);
+    return true;
+}
+
+/* Wakes one parked worker of the pool for a token just pushed (the caller pushed and fenced).
+ * Which one: a thread that is not a worker (a submitter of its own) wakes the worker pinned to
+ * the CPU it runs on, if parked. That worker preempts the submitter at once, with no
+ * inter-processor interrupt: waking a thread on an idle CPU costs an interrupt, and the idle
+ * CPU's exit from its sleep (on a 2-vCPU VM: 24 µs to a worker on the other vCPU, 2.5 µs to one
+ * on the waker's own, tools probe of 2026-11; libdispatch's threads land on the waker's CPU the
+ * same way, through the kernel's wake-affine choice). A worker of any pool keeps its own CPU
+ * busy with the body that submitted, so it wakes a worker on another CPU. With none parked
+ * there, the first parked one after the preferred CPU is woken; with none parked at all, a
+ * parked spare (they park on the pool's event). */
+static void op_pool_wake_one(op_pool *pool) {
+    int start = 0;
+    if (!op_tls_worker) {
+        int cpu = sched_getcpu();
+        if (cpu >= 0 && cpu <= pool->max_cpu_id) {
+            int local = pool->worker_of_cpu[cpu];
+            if (local >= 0) {
+                if (op_pool_wake_worker(pool, local)) return;
+                start = local + 1;
+            }
+        }
+    } else if (op_tls_worker->pool == pool && !op_tls_worker->spare) {
+        start = op_tls_worker->index + 1;
+    }
+    for (int w = 0; w < pool->parked_words; w++) {
+        int word_index = (start / 64 + w) % pool->parked_words;
+        /* seq_cst: after the caller's push and fence, as the registration's counterpart. */
+        uint64_t word = atomic_load_explicit(&pool->parked[word_index], memory_order_seq_cst);
+        while (word) {
+            int index = word_index * 64 + __builtin_ctzll(word);
+            word &= word - 1;
+            if (index < pool->size && op_pool_wake_worker(pool, index)) return;
+        }
+    }
+    op_event_notify(&pool->event, 1);
+}
+
+/* Wakes every parked worker (a placed pool's idle workers leaving one after another). */
+static void op_pool_wake_all(op_pool *pool) {
+    for (int index = 0; index < pool->size; index++) op_pool_wake_worker(pool, index);
+    op_event_notify(&pool->event, INT32_MAX);
+}
+
+/* Parks pinned `worker` until a waker picks it or `timeout_ns` passes (ETIMEDOUT); returns with
+ * a token if one showed up while it registered. The registration (its bit, seq_cst, then a
+ * fence) and the look at the FIFOs after it pair with a pusher's push, fence and look at the
+ * bits (Dekker): a token pushed meanwhile is either seen here or wakes a parked worker. */
+static op_token *op_worker_park(op_pool *pool, op_worker *worker, int64_t timeout_ns, int *rc) {
+    *rc = 0;
+    uint64_t bit = UINT64_C(1) << (worker->index % 64);
+    _Atomic uint64_t *word = &pool->parked[worker->index / 64];
+    /* relaxed: only wakers change it, each after clearing our bit, which we read after this. */
+    uint32_t key = atomic_load_explicit(&worker->wake_word, memory_order_relaxed);
+    atomic_fetch_or_explicit(word, bit, memory_order_seq_cst);
+    atomic_thread_fence(memory_order_seq_cst);
+    op_token *token = op_pool_take_token(pool, worker->node);
+    if (token) {
+        /* Unregister; if a waker cleared our bit first, its wake-up was meant for a token (maybe
+         * the one we took): pass it on, as the wake-up of another worker. */
+        uint64_t old = atomic_fetch_and_explicit(word, ~bit, memory_order_seq_cst);
+        if (!(old & bit) && op_pool_has_tokens(pool)) op_pool_wake_one(pool);
+        return token;
+    }
+    int64_t deadline = timeout_ns >= 0 ? op_now_ns() + timeout_ns : -1;
+    /* acquire: pairs with the waker's releasing bump (the token it woke us for is visible). */
+    while (atomic_load_explicit(&worker->wake_word, memory_order_acquire) == key) {
+        int64_t left = -1;
+        if (deadline >= 0) {
+            left = deadline - op_now_ns();
+            if (left <= 0) { *rc = ETIMEDOUT; break; }
+        }
+        op_futex_wait(&worker->wake_word, key, left);
+    }
+    /* Timed out (or woken and cleared already): make sure we are not registered any more. A
+     * waker that cleared the bit after our timeout bumps the word for nothing: harmless. */
+    uint64_t old = atomic_fetch_and_explicit(word, ~bit, memory_order_seq_cst);
+    if (*rc == ETIMEDOUT && !(old & bit)) *rc = 0; /* picked just as we gave up: look for work */
+    return NULL;
+}
+
 void op_pool_push_token(op_pool *pool, op_token *token) {
     int node = pool->node_count > 1 ? op_topology_current_node() : 0;
     op_fifo_push(&pool->tokens[node], token);
@@ -256,7 +361,7 @@ void op_pool_push_token(op_pool *pool, op_token *token) {
      * searching and then re-checks the FIFOs). */
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load_explicit(&pool->searching, memory_order_seq_cst) == 0) {
-        op_event_notify(&pool->event, OP_WAKE_FANOUT);
+        op_pool_wake_one(pool);
     }
     op_monitor_poke(); /* after the fence: see blocked_worker_monitor.c */
     /* relaxed: a hint; the retry decides under its lock. */
@@ -698,7 +803,7 @@ static bool op_pool_worker_leaves_idle(op_pool *pool, op_worker *worker) {
      * unlock, before the look at the tokens, as in the Dekker pair above. */
     atomic_thread_fence(memory_order_seq_cst);
     if (op_pool_has_tokens(pool)) op_pool_retry_workers(pool);
-    if (more) op_event_notify(&pool->event, INT32_MAX); /* the next highest leaves too */
+    if (more) op_pool_wake_all(pool); /* the next highest leaves too */
     return true;
 }
 
@@ -735,7 +840,7 @@ static void *op_worker_main(void *arg) {
             /* No longer needed: leave without taking work, but pass on a wake-up we may have
              * taken from a parked worker (seq_cst: Dekker with op_pool_push_token). */
             atomic_thread_fence(memory_order_seq_cst);
-            if (op_pool_has_tokens(pool)) op_event_notify(&pool->event, 1);
+            if (op_pool_has_tokens(pool)) op_pool_wake_one(pool);
             break;
         }
         op_token *token = op_pool_take_token(pool, worker->node);
@@ -768,17 +873,15 @@ static void *op_worker_main(void *arg) {
                 sched_yield();
                 token = op_pool_take_token(pool, worker->node);
             }
-            if (!token) {
-                uint32_t key = op_event_prepare_wait(&pool->event);
-                token = op_pool_take_token(pool, worker->node);
-                if (token) {
-                    op_event_cancel_wait(&pool->event);
-                } else if (!worker->spare) {
-                    /* A placed pool's workers leave after a while without work (finding: one
-                     * pool per CPU set and class for the life of the process); the default
-                     * pools' stay. */
-                    int rc = op_event_wait(&pool->event, key,
-                                           pool->placement ? op_placed_pool_idle_ns() : OP_WAIT_FOREVER);
+            if (!token && !worker->spare) {
+                /* A placed pool's workers leave after a while without work (finding: one
+                 * pool per CPU set and class for the life of the process); the default
+                 * pools' stay. */
+                int rc = 0;
+                token = op_worker_park(pool, worker,
+                                       pool->placement ? op_placed_pool_idle_ns() : OP_WAIT_FOREVER,
+                                       &rc);
+                if (!token) {
                     /* Woken: take work here, so that finding it wakes the next helper below.
                      * Without that only searchers woke helpers: a burst of tokens pushed while
                      * one worker searched (no push wakes anyone then) woke one helper, and on
@@ -793,6 +896,14 @@ static void *op_worker_main(void *arg) {
                         }
                         continue;
                     }
+                }
+            } else if (!token) {
+                /* A spare parks on the pool's event: a push wakes it when no pinned worker is
+                 * parked (op_pool_wake_one). */
+                uint32_t key = op_event_prepare_wait(&pool->event);
+                token = op_pool_take_token(pool, worker->node);
+                if (token) {
+                    op_event_cancel_wait(&pool->event);
                 } else {
                     op_event_wait(&pool->event, key, OP_SPARE_IDLE_NS);
                     continue; /* retires at the top when surplus */
@@ -802,7 +913,7 @@ static void *op_worker_main(void *arg) {
              * does the same, so a burst of tokens wakes as many workers as it needs, one at a
              * time, and no more. */
             atomic_thread_fence(memory_order_seq_cst);
-            if (op_pool_has_tokens(pool)) op_event_notify(&pool->event, 1);
+            if (op_pool_has_tokens(pool)) op_pool_wake_one(pool);
         }
         token->cls->drain(token); /* the queue runs its tasks on this thread */
     }
@@ -964,6 +1075,15 @@ static op_pool *op_pool_create(int qos, const op_placement *placement) {
     }
     for (int i = 0; i < pool->node_count; i++) op_fifo_init(&pool->tokens[i], 64);
     op_event_init(&pool->event);
+    pool->parked_words = (pool->size + 63) / 64;
+    pool->max_cpu_id = topology->max_cpu_id;
+    if (posix_memalign((void **)&pool->parked, OP_CACHE_LINE,
+                       sizeof(uint64_t) * (size_t)pool->parked_words) != 0 ||
+        !(pool->worker_of_cpu = malloc(sizeof(int) * (size_t)(pool->max_cpu_id + 1)))) {
+        op_fatal("operations: out of memory creating workers");
+    }
+    for (int i = 0; i < pool->parked_words; i++) atomic_init(&pool->parked[i], 0);
+    for (int cpu = 0; cpu <= pool->max_cpu_id; cpu++) pool->worker_of_cpu[cpu] = -1;
     atomic_init(&pool->searching, 0);
     atomic_init(&pool->started, 0);
     atomic_init(&pool->balance, 0);
@@ -989,6 +1109,8 @@ static op_pool *op_pool_create(int qos, const op_placement *placement) {
         int usable = placement ? op_placement_usable_index(placement, i) : i;
         worker->cpu = topology->cpus[usable];
         worker->node = topology->cpu_node[usable];
+        if (worker->cpu >= 0 && worker->cpu <= pool->max_cpu_id) pool->worker_of_cpu[worker->cpu] = i;
+        atomic_init(&worker->wake_word, 0);
         atomic_init(&worker->tid, 0);
         atomic_init(&worker->class_nice, 0);
         atomic_init(&worker->run, 0);
