@@ -10,9 +10,10 @@
  *     run it; the queue's placement is kept: the placed pool of that class);
  *   - a thread priority runs on a worker already at the nice value it asks for: a class's pool
  *     whose table value it is, else a pool made for that nice value on first use
- *     (op_pool_for_nice, one worker per CPU, like a class's). With privilege, a thread priority
- *     in the drainer's own class renices the drainer and back instead (two system calls, no
- *     hand-over); so does one on a placed queue (no pools per nice value and placement). A
+ *     (op_pool_for_nice, one worker per CPU, like a class's, leaving when idle as a placed
+ *     pool's). With privilege, a thread priority renices the worker of the task's class there
+ *     and back instead (two system calls, no pool per nice value); so does one on a placed
+ *     queue (no pools per nice value and placement). A
  *     task whose body applies its thread priority itself (OP_TASK_BODY_APPLIES_THREAD_PRIORITY,
  *     Operation's start() around main()) is left to do so wherever it may renice and back.
  * The drainer hands the hop a token of its own (a record on its stack, pushed into the target
@@ -144,8 +145,13 @@ bool op_hop_run_body(op_pool *pool, op_queue_t *queue, op_task_t *task, int clas
             /* Its own class's workers on the queue's CPUs; a thread priority renices there. */
             target = op_placement_pool(placement, (op_qos_t)qos);
             if (delta != 0) hop_renice = wanted;
+        } else if (delta != 0 && !op_renice_undoable(wanted, op_nice_of_class(qos))) {
+            target = op_pool_at_nice(wanted);
         } else {
-            target = delta != 0 ? op_pool_at_nice(wanted) : op_pool_for((op_qos_t)qos);
+            /* Its class's workers; with privilege a thread priority renices there and back
+             * (no pools per nice value where they are not needed). */
+            target = op_pool_for((op_qos_t)qos);
+            if (delta != 0) hop_renice = wanted;
         }
     } else {
         if (delta == 0) return false;

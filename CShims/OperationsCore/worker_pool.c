@@ -718,15 +718,17 @@ static void *op_worker_main(void *arg) {
                     /* A placed pool's workers leave after a while without work (finding: one
                      * pool per CPU set and class for the life of the process); the default
                      * pools' stay. */
+                    /* A pool made for a nice value leaves when idle too. */
+                    bool leaves = pool->placement || pool->fixed_nice != OP_NICE_UNCHANGED;
                     int rc = op_event_wait(&pool->event, key,
-                                           pool->placement ? op_placed_pool_idle_ns() : OP_WAIT_FOREVER);
+                                           leaves ? op_placed_pool_idle_ns() : OP_WAIT_FOREVER);
                     /* Woken: take work here, so that finding it wakes the next helper below.
                      * Without that only searchers woke helpers: a burst of tokens pushed while
                      * one worker searched (no push wakes anyone then) woke one helper, and on
                      * 16 CPUs the other tokens waited behind blocked workers (issue 14). */
                     token = op_pool_take_token(pool, worker->node);
                     if (!token) {
-                        if (pool->placement &&
+                        if (leaves &&
                             (rc == ETIMEDOUT ||
                              atomic_load_explicit(&pool->leaving, memory_order_relaxed)) &&
                             op_pool_worker_leaves_idle(pool, worker)) {
@@ -1124,10 +1126,16 @@ static void op_report_worker(op_report *report, const char *kind, op_worker *wor
 static void op_report_pool(op_report *report, op_pool *pool) {
     if (!pool) return;
     uint64_t balance = atomic_load_explicit(&pool->balance, memory_order_relaxed);
+    char kind[32];
+    if (pool->fixed_nice != OP_NICE_UNCHANGED) {
+        snprintf(kind, sizeof kind, "at nice %d", pool->fixed_nice);
+    } else {
+        snprintf(kind, sizeof kind, "of class %d", pool->qos);
+    }
     op_report_add(report,
-                  "  pool of class %d%s: %d workers (%d with a thread), tokens %s, searching %d,"
+                  "  pool %s%s: %d workers (%d with a thread), tokens %s, searching %d,"
                   " %u blocked, %u spares\n",
-                  pool->qos, pool->placement ? " (placed)" : "", pool->size,
+                  kind, pool->placement ? " (placed)" : "", pool->size,
                   atomic_load_explicit(&pool->created, memory_order_relaxed),
                   op_pool_has_tokens(pool) ? "waiting" : "none",
                   atomic_load_explicit(&pool->searching, memory_order_relaxed),
