@@ -251,13 +251,6 @@ static op_task_t *op_drain_linger(op_queue_t *queue, op_pool *pool, bool *marked
 
 typedef enum { OP_RAN_FINISHED, OP_RAN_HANDED_OFF, OP_RAN_DEFERRED } op_run_result;
 
-/* The nice value a task asks for: its class (its own QoS, or its queue's) and thread priority. */
-static int op_task_wanted_nice(const op_task_t *task, op_queue_t *queue) {
-    int qos = task->qos >= 0 ? task->qos : (int)op_queue_qos(queue);
-    int nice = op_nice_of_class(qos) + task->nice_delta;
-    return nice < -20 ? -20 : nice > 19 ? 19 : nice;
-}
-
 /* Runs one claimed task of `queue` on this worker or spare, at its nice value: a cancelled task
  * that does not ask to run is retired without its body; a deferred one goes back to waiting; a
  * manual-completion task keeps its slot until completed. */
@@ -279,20 +272,30 @@ static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_
     }
     int class_nice = op_worker_refresh_nice();
     bool changed = false;
-    /* Fast path: a task of the pool's own class at thread priority 0.5 needs no syscall. */
-    if (task->nice_delta != 0 ||
-        (task->qos >= 0 ? task->qos : (int)op_queue_qos(queue)) != op_pool_qos(pool)) {
-        int target = op_nice_clamp_task(op_task_wanted_nice(task, queue), class_nice);
-        changed = target != class_nice && op_nice_set_current_thread(target) == 0;
+    bool hopped = false;
+    /* Fast path: a task of the pool's own class at thread priority 0.5 needs no syscall.
+     * Otherwise the body runs where its nice value already is (hop.c), or, where that is a
+     * renice this thread may undo, here after one. */
+    int own_qos = op_task_qos(task);
+    if (op_task_nice_delta(task) != 0 ||
+        (own_qos >= 0 ? own_qos : (int)op_queue_qos(queue)) != op_pool_qos(pool)) {
+        int renice = OP_NICE_UNCHANGED;
+        hopped = op_hop_run_body(pool, queue, task, class_nice, &renice);
+        if (renice != OP_NICE_UNCHANGED) {
+            int target = op_nice_clamp_task(renice, class_nice);
+            changed = target != class_nice && op_nice_set_current_thread(target) == 0;
+        }
     }
 
-    op_tls_task = task;
-    op_tls_queue = queue;
-    op_worker_body_begin(&queue->token);
-    task->fn(op_task_user_context(task));
-    op_worker_body_end();
-    op_tls_task = NULL;
-    op_tls_queue = NULL;
+    if (!hopped) {
+        op_tls_task = task;
+        op_tls_queue = queue;
+        op_worker_body_begin(&queue->token);
+        task->fn(op_task_user_context(task));
+        op_worker_body_end();
+        op_tls_task = NULL;
+        op_tls_queue = NULL;
+    }
 
     if (changed) op_nice_set_current_thread(class_nice);
 

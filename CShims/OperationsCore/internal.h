@@ -637,8 +637,36 @@ int op_nice_of_class(int qos);
 int op_nice_clamp_class(int wanted, int thread_base);
 /* The nice to apply for a task body on a worker sitting at class_nice; reports clamps once. */
 int op_nice_clamp_task(int wanted, int class_nice);
+/* True when the process may set `nice` on a thread at any time (it is at or above the lowest
+ * settable value: CAP_SYS_NICE, RLIMIT_NICE). */
+bool op_nice_can_hold(int nice);
 /* setpriority on the calling thread; returns 0 or errno. */
 int op_nice_set_current_thread(int nice);
 int op_current_tid(void);
+
+/* ---- spawner.c ------------------------------------------------------------------------------ */
+
+/* Starts the spawner thread (nice.c, at start-up, when the process may not lower nice values
+ * freely). */
+void op_spawner_start(void);
+/* op_thread_create for a thread that must be able to run at `nice`: created by the spawner when
+ * the caller sits above it and may not lower to it. */
+int op_thread_create_at(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
+                        void *arg, int nice);
+/* Fork, in the child: the spawner is gone. */
+void op_spawner_forget_after_fork(void);
+
+/* ---- hop.c ---------------------------------------------------------------------------------- */
+
+/* Runs the body of `task` (claimed, RUNNING, of `queue`) on a thread already at the nice value
+ * it asks for, when that is not the drainer's own class or privilege cannot renice there and
+ * back: a worker of the task's own class (its queue's placement kept), or of a pool made for
+ * that nice value. The drainer waits, keeping the queue's slot. True when the body ran there;
+ * false when the caller runs it itself (same class, or a renice it may undo: *renice says to
+ * what, OP_NICE_UNCHANGED for none). */
+bool op_hop_run_body(op_pool *pool, op_queue_t *queue, op_task_t *task, int class_nice,
+                     int *renice);
+/* The pool whose workers run at `nice` (-20 … 19), made on first use (worker_pool.c). */
+op_pool *op_pool_for_nice(int nice);
 
 #endif /* OPERATIONS_CORE_INTERNAL_H */

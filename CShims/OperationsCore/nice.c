@@ -17,6 +17,18 @@
  * (switched off with OPERATIONS_NICE_WARNINGS=0/off/false/no, env.c, or
  * op_runtime_set_clamp_warning(false)).
  * A clamp never fails a task.
+ *
+ * The floor: the lowest nice a worker can hold, min(lowest settable, the nice of the thread that
+ * started the runtime). Workers never renice below their start value without privilege, so they
+ * are started at that value: unprivileged, by a spawner thread (spawner.c) made at start-up, so
+ * that a pool made from a background body does not inherit nice 10 for good.
+ *
+ * The shifted table: when the default table goes below the floor (no CAP_SYS_NICE, RLIMIT_NICE
+ * 0: userInteractive -4 and userInitiated -2 cannot be had) and OPERATIONS_QOS_NICE is not set,
+ * the whole table moves up so that its lowest entry is the floor: {14, 6, 4, 2, 0} from a
+ * nice-0 process. The classes keep their differences (and their CPU shares against each other);
+ * the price is that the process's default work runs at nice 4, below other processes' nice-0
+ * threads. Said once on stderr (OPERATIONS_NICE_WARNINGS), reported by op_runtime_nice_table_kind.
  */
 #include "internal.h"
 
@@ -41,6 +53,10 @@ static _Atomic uint32_t op_nice_table_generation = 1;
 
 static int op_lowest_settable = -20;   /* fixed after init */
 static bool op_negative_allowed = true; /* fixed after init */
+static int op_floor_nice = -20;        /* fixed after init: see the file comment */
+static int op_rlimit_nice = -1;        /* RLIMIT_NICE's soft limit (-1: unlimited / unknown) */
+static bool op_cap_sys_nice = true;    /* fixed after init */
+static _Atomic int op_table_kind = OP_NICE_TABLE_DEFAULT;
 static _Atomic bool op_clamped = false;
 static _Atomic bool op_clamp_warning = true;
 static char op_env_error[256];
@@ -61,19 +77,23 @@ static bool op_has_cap_sys_nice(void) {
 }
 
 static void op_nice_init_once(void) {
-    if (op_has_cap_sys_nice()) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NICE, &limit) == 0) {
+        op_rlimit_nice = limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur > 40 ? 40
+                                                                                : (int)limit.rlim_cur;
+    }
+    op_cap_sys_nice = op_has_cap_sys_nice();
+    if (op_cap_sys_nice) {
         op_lowest_settable = -20;
     } else {
-        struct rlimit limit;
-        int lowest = 20; /* RLIMIT_NICE 0: no lowering at all */
-        if (getrlimit(RLIMIT_NICE, &limit) == 0) {
-            rlim_t cur = limit.rlim_cur;
-            if (cur == RLIM_INFINITY || cur > 40) cur = 40;
-            lowest = 20 - (int)cur;
-        }
+        int lowest = op_rlimit_nice >= 0 ? 20 - op_rlimit_nice : 20; /* 0: no lowering at all */
         op_lowest_settable = lowest < -20 ? -20 : lowest;
     }
     op_negative_allowed = op_lowest_settable < 0;
+    int start_nice = op_current_thread_nice();
+    op_floor_nice = op_lowest_settable < start_nice ? op_lowest_settable : start_nice;
+    /* Without the right to lower, workers must start at the floor (see spawner.c). */
+    if (op_lowest_settable > -20) op_spawner_start();
 
     if (!op_env_flag("OPERATIONS_NICE_WARNINGS", true)) atomic_store(&op_clamp_warning, false);
 
@@ -93,6 +113,39 @@ static void op_nice_init_once(void) {
             op_env_error_set = true;
             fprintf(stderr, "operations: %s\n", op_env_error);
         }
+        if (!op_env_error_set) {
+            atomic_store_explicit(&op_table_kind, OP_NICE_TABLE_ENVIRONMENT, memory_order_relaxed);
+            return;
+        }
+    }
+    /* The default table (or a rejected spec's): shift it up when the floor refuses its low end. */
+    int lowest_entry = 19;
+    for (int i = 0; i < OP_QOS_COUNT; i++) {
+        int value = op_nice_of_class(i);
+        if (value < lowest_entry) lowest_entry = value;
+    }
+    if (lowest_entry >= op_floor_nice) return;
+    int shift = op_floor_nice - lowest_entry;
+    char shifted[128];
+    int n = 0;
+    for (int i = OP_QOS_COUNT - 1; i >= 0; i--) {
+        int value = op_nice_of_class(i) + shift;
+        if (value > 19) value = 19;
+        atomic_store_explicit(&op_nice_table_values[i], value, memory_order_relaxed);
+        n += snprintf(shifted + n, sizeof shifted - (size_t)n, "%s%s=%d", i == OP_QOS_COUNT - 1 ? "" : ",",
+                      op_qos_names[i], value);
+    }
+    atomic_store_explicit(&op_table_kind, OP_NICE_TABLE_SHIFTED, memory_order_relaxed);
+    if (op_env_flag("OPERATIONS_NICE_WARNINGS", true)) {
+        fprintf(stderr,
+                "operations: this process may not lower a thread's nice value below %d (no "
+                "CAP_SYS_NICE, RLIMIT_NICE %d), so QoS classes run at the shifted nice table %s "
+                "instead of the default (userInteractive -4 ... background 10): the classes keep "
+                "their differences, and this process's threads yield to other processes' nice-0 "
+                "threads. To change it: grant CAP_SYS_NICE (docker run --cap-add=SYS_NICE), raise "
+                "RLIMIT_NICE (ulimit -e 24, limits.conf 'nice'), or set OPERATIONS_QOS_NICE. "
+                "OPERATIONS_NICE_WARNINGS=0 silences this.\n",
+                op_floor_nice, op_rlimit_nice, shifted);
     }
 }
 
@@ -116,11 +169,22 @@ static void op_report_clamp(int wanted, int applied) {
         return;
     }
     if (atomic_load_explicit(&op_clamp_warning, memory_order_relaxed)) {
+        char allowed[96];
+        if (op_lowest_settable >= 20) {
+            snprintf(allowed, sizeof allowed, "may not lower any thread's nice value");
+        } else {
+            snprintf(allowed, sizeof allowed, "may lower nice values only down to %d",
+                     op_lowest_settable);
+        }
         fprintf(stderr,
-                "operations: nice %d needs CAP_SYS_NICE or a higher RLIMIT_NICE (lowest allowed "
-                "here: %d); running at %d instead. Reported once; set "
-                "OPERATIONS_NICE_WARNINGS=0 to silence.\n",
-                wanted, op_lowest_settable, applied);
+                "operations: nice %d was asked for (a QoS class or threadPriority), but this "
+                "process %s and its workers start at %d (lowering needs CAP_SYS_NICE, or "
+                "RLIMIT_NICE >= %d; RLIMIT_NICE is %d); running at %d instead. To change it: "
+                "grant CAP_SYS_NICE (docker run --cap-add=SYS_NICE), raise RLIMIT_NICE (ulimit -e, "
+                "limits.conf 'nice'), or use nice values >= %d (OPERATIONS_QOS_NICE). Reported "
+                "once; OPERATIONS_NICE_WARNINGS=0 silences it.\n",
+                wanted, allowed, op_floor_nice, 20 - wanted, op_rlimit_nice, applied,
+                op_floor_nice);
     }
 }
 
@@ -197,6 +261,8 @@ int op_runtime_set_nice_table(const int table[OP_QOS_COUNT]) {
     for (int i = 0; i < OP_QOS_COUNT; i++) {
         atomic_store_explicit(&op_nice_table_values[i], table[i], memory_order_relaxed);
     }
+    /* relaxed: a label for introspection. */
+    atomic_store_explicit(&op_table_kind, OP_NICE_TABLE_SET, memory_order_relaxed);
     /* release: publishes the entries above to workers that acquire the generation. */
     atomic_fetch_add_explicit(&op_nice_table_generation, 1, memory_order_release);
     return 0;
@@ -306,6 +372,22 @@ bool op_runtime_negative_nice_allowed(void) {
 int op_runtime_lowest_nice(void) {
     op_nice_init();
     return op_lowest_settable;
+}
+
+int op_runtime_nice_floor(void) {
+    op_nice_init();
+    return op_floor_nice;
+}
+
+op_nice_table_kind_t op_runtime_nice_table_kind(void) {
+    op_nice_init();
+    /* relaxed: a label, written at start-up or by op_runtime_set_nice_table. */
+    return (op_nice_table_kind_t)atomic_load_explicit(&op_table_kind, memory_order_relaxed);
+}
+
+bool op_nice_can_hold(int nice) {
+    op_nice_init();
+    return nice >= op_lowest_settable;
 }
 
 bool op_runtime_nice_clamped(void) {

@@ -33,7 +33,8 @@ op_task_t *op_task_create(op_task_fn fn, void *context, const op_task_attr_t *at
     if (!fn || (unsigned)attr->priority >= OP_PRIORITY_COUNT || attr->qos < OP_QOS_INHERIT ||
         attr->qos >= OP_QOS_COUNT || !(attr->thread_priority >= 0.0) ||
         attr->thread_priority > 1.0 ||
-        (attr->flags & ~(uint32_t)(OP_TASK_RUN_WHEN_CANCELLED | OP_TASK_MANUAL_COMPLETION))) {
+        (attr->flags & ~(uint32_t)(OP_TASK_RUN_WHEN_CANCELLED | OP_TASK_MANUAL_COMPLETION |
+                                    OP_TASK_BODY_APPLIES_THREAD_PRIORITY))) {
         errno = EINVAL;
         return NULL;
     }
@@ -135,6 +136,23 @@ int op_task_set_qos(op_task_t *task, int qos) {
     if (!task || qos < OP_QOS_INHERIT || qos >= OP_QOS_COUNT) return EINVAL;
     atomic_store_explicit((_Atomic int8_t *)&task->qos, (int8_t)qos, memory_order_relaxed);
     return 0;
+}
+
+int op_task_set_thread_priority(op_task_t *task, double thread_priority) {
+    if (!task || thread_priority != thread_priority) return EINVAL;
+    if (thread_priority < 0.0) thread_priority = 0.0;
+    if (thread_priority > 1.0) thread_priority = 1.0;
+    /* relaxed: read by the worker that runs the task next, after the acquire that claimed it;
+     * a change racing with a start applies from the next run, as op_task_set_qos. */
+    atomic_store_explicit((_Atomic int8_t *)&task->nice_delta,
+                          (int8_t)lround((0.5 - thread_priority) * 10.0), memory_order_relaxed);
+    return 0;
+}
+
+int op_task_nice_delta(const op_task_t *task) {
+    /* relaxed: see op_task_set_thread_priority. */
+    return atomic_load_explicit((_Atomic int8_t *)&((op_task_t *)task)->nice_delta,
+                                memory_order_relaxed);
 }
 
 uint32_t op_task_unfinished_dependencies(const op_task_t *task) {

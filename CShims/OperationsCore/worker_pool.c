@@ -145,7 +145,8 @@ typedef struct op_worker {
 } op_worker;
 
 struct op_pool {
-    int qos;
+    int qos;       /* its class; -1 for a pool made for a nice value (op_pool_for_nice) */
+    int fixed_nice; /* that nice value; OP_NICE_UNCHANGED for a class's pool */
     const op_placement *placement; /* the CPUs it is made for; NULL: every usable CPU */
     struct op_pool *next_placed;   /* the list of placed pools (op_placed_pools), push-only */
     int size;
@@ -202,6 +203,9 @@ static void op_pool_start_spare(op_pool *pool);
 static void op_pool_retry_workers(op_pool *pool);
 
 static op_pool *_Atomic op_pools[OP_QOS_COUNT];
+/* The pools made for a nice value (threadPriority without the privilege to renice and back),
+ * indexed by nice + 20; also on op_placed_pools' list, which the monitor walks. */
+static op_pool *_Atomic op_nice_pools[40];
 static pthread_mutex_t op_pools_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Every pool made for a placement (placement.c), newest first; pools live as long as the
  * process, so the list only grows. The monitor walks it. */
@@ -403,12 +407,17 @@ static op_token *op_pool_take_token(op_pool *pool, int home) {
 
 /* ---- what runs tasks on a worker needs of it ---------------------------------------------- */
 
+/* The nice a pool's workers hold between tasks, before clamping. */
+static int op_pool_wanted_nice(const op_pool *pool) {
+    return pool->fixed_nice != OP_NICE_UNCHANGED ? pool->fixed_nice : op_nice_of_class(pool->qos);
+}
+
 int op_worker_refresh_nice(void) {
     op_worker *worker = op_tls_worker;
     uint32_t generation = op_nice_generation();
     if (OP_LIKELY(generation == worker->nice_generation)) return worker->current_nice;
     worker->nice_generation = generation;
-    int nice = op_nice_clamp_class(op_nice_of_class(worker->pool->qos), worker->base_nice);
+    int nice = op_nice_clamp_class(op_pool_wanted_nice(worker->pool), worker->base_nice);
     if (nice != worker->current_nice && op_nice_set_current_thread(nice) == 0) {
         worker->current_nice = nice;
     }
@@ -704,7 +713,8 @@ static void op_pool_start_spare(op_pool *pool) {
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        rc = op_thread_create(&spare->thread, &attr, op_worker_main, spare);
+        rc = op_thread_create_at(&spare->thread, &attr, op_worker_main, spare,
+                                 op_pool_wanted_nice(pool));
         pthread_attr_destroy(&attr);
     }
     if (rc != 0) {
@@ -811,8 +821,13 @@ static void *op_worker_main(void *arg) {
     op_worker *worker = arg;
     op_pool *pool = worker->pool;
     char name[16];
-    snprintf(name, sizeof name, worker->spare ? "op-q%d-s%d" : "op-q%d-w%d", pool->qos,
-             worker->index);
+    if (pool->fixed_nice != OP_NICE_UNCHANGED) {
+        snprintf(name, sizeof name, worker->spare ? "op-n%d-s%d" : "op-n%d-w%d", pool->fixed_nice,
+                 worker->index);
+    } else {
+        snprintf(name, sizeof name, worker->spare ? "op-q%d-s%d" : "op-q%d-w%d", pool->qos,
+                 worker->index);
+    }
     pthread_setname_np(pthread_self(), name);
     op_tls_pool = pool;
     op_tls_worker = worker;
@@ -876,11 +891,11 @@ static void *op_worker_main(void *arg) {
             if (!token && !worker->spare) {
                 /* A placed pool's workers leave after a while without work (finding: one
                  * pool per CPU set and class for the life of the process); the default
-                 * pools' stay. */
+                 * pools' stay. A pool made for a nice value leaves when idle too. */
+                bool leaves = pool->placement || pool->fixed_nice != OP_NICE_UNCHANGED;
                 int rc = 0;
                 token = op_worker_park(pool, worker,
-                                       pool->placement ? op_placed_pool_idle_ns() : OP_WAIT_FOREVER,
-                                       &rc);
+                                       leaves ? op_placed_pool_idle_ns() : OP_WAIT_FOREVER, &rc);
                 if (!token) {
                     /* Woken: take work here, so that finding it wakes the next helper below.
                      * Without that only searchers woke helpers: a burst of tokens pushed while
@@ -888,7 +903,7 @@ static void *op_worker_main(void *arg) {
                      * 16 CPUs the other tokens waited behind blocked workers (issue 14). */
                     token = op_pool_take_token(pool, worker->node);
                     if (!token) {
-                        if (pool->placement &&
+                        if (leaves &&
                             (rc == ETIMEDOUT ||
                              atomic_load_explicit(&pool->leaving, memory_order_relaxed)) &&
                             op_pool_worker_leaves_idle(pool, worker)) {
@@ -940,7 +955,8 @@ static int op_pool_start_workers(op_pool *pool) {
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        rc = op_thread_create(&worker->thread, &attr, op_worker_main, worker);
+        rc = op_thread_create_at(&worker->thread, &attr, op_worker_main, worker,
+                                 op_pool_wanted_nice(pool));
         pthread_attr_destroy(&attr);
         if (rc != 0) break;
         /* relaxed: a hint (see `leaving`): workers are needed again, the idle cascade stops. */
@@ -1055,7 +1071,7 @@ static bool op_pool_monitor_tick_and_retry(void) {
 
 /* Makes a pool of class `qos` with one pinned worker per CPU of `placement` (NULL: every usable
  * CPU, the class's default pool). Workers that cannot start are reported and retried later. */
-static op_pool *op_pool_create(int qos, const op_placement *placement) {
+static op_pool *op_pool_create(int qos, const op_placement *placement, int fixed_nice) {
     const op_topology_data *topology = op_topology_get();
     op_nice_init();
     op_pool *pool = NULL;
@@ -1064,6 +1080,7 @@ static op_pool *op_pool_create(int qos, const op_placement *placement) {
     }
     memset(pool, 0, sizeof *pool);
     pool->qos = qos;
+    pool->fixed_nice = fixed_nice;
     pool->placement = placement;
     pool->size = placement ? op_placement_size(placement) : topology->cpu_count;
     pool->node_count = topology->node_count;
@@ -1139,7 +1156,7 @@ op_pool *op_pool_for(op_qos_t qos) {
     pthread_mutex_lock(&op_pools_lock);
     pool = atomic_load_explicit(&op_pools[qos], memory_order_relaxed);
     if (!pool) {
-        pool = op_pool_create((int)qos, NULL);
+        pool = op_pool_create((int)qos, NULL, OP_NICE_UNCHANGED);
         /* Publish the pool only once every worker that started is running, so the
          * introspection calls see a complete, consistent set (workers start in any order).
          * Bounded: a thread that pthread_create accepted starts within microseconds; 10 s means
@@ -1159,10 +1176,32 @@ op_pool *op_pool_for_placement(const op_placement *placement, op_qos_t qos, op_p
     pthread_mutex_lock(&op_pools_lock);
     pool = atomic_load_explicit(slot, memory_order_relaxed);
     if (!pool) {
-        pool = op_pool_create((int)qos, placement);
+        pool = op_pool_create((int)qos, placement, OP_NICE_UNCHANGED);
         op_pool_wait_started(pool);
         /* Onto the monitor's list (under the lock: one writer), then into the slot.
          * release: the monitor's acquiring load sees the pool built. */
+        pool->next_placed = atomic_load_explicit(&op_placed_pools, memory_order_relaxed);
+        atomic_store_explicit(&op_placed_pools, pool, memory_order_release);
+        atomic_store_explicit(slot, pool, memory_order_release);
+    }
+    pthread_mutex_unlock(&op_pools_lock);
+    return pool;
+}
+
+op_pool *op_pool_for_nice(int nice) {
+    if (nice < -20) nice = -20;
+    if (nice > 19) nice = 19;
+    op_pool *_Atomic *slot = &op_nice_pools[nice + 20];
+    /* acquire: pairs with the release store below. */
+    op_pool *pool = atomic_load_explicit(slot, memory_order_acquire);
+    if (OP_LIKELY(pool != NULL)) return pool;
+    pthread_mutex_lock(&op_pools_lock);
+    pool = atomic_load_explicit(slot, memory_order_relaxed);
+    if (!pool) {
+        pool = op_pool_create(-1, NULL, nice);
+        op_pool_wait_started(pool);
+        /* Onto the monitor's list as a placed pool is (under the lock: one writer). release: the
+         * monitor's acquiring load sees the pool built. */
         pool->next_placed = atomic_load_explicit(&op_placed_pools, memory_order_relaxed);
         atomic_store_explicit(&op_placed_pools, pool, memory_order_release);
         atomic_store_explicit(slot, pool, memory_order_release);
@@ -1223,6 +1262,10 @@ static void op_pool_after_fork_in_child(void) {
         atomic_store_explicit(&op_pools[qos], NULL, memory_order_relaxed);
     }
     atomic_store_explicit(&op_placed_pools, NULL, memory_order_relaxed); /* relaxed: as above */
+    for (int i = 0; i < 40; i++) {
+        atomic_store_explicit(&op_nice_pools[i], NULL, memory_order_relaxed); /* as above */
+    }
+    op_spawner_forget_after_fork();
     op_placement_forget_pools_after_fork(); /* and releases the placements' lock */
     op_monitor_forget_after_fork();
     /* The forking thread, even a worker in a task body, is an ordinary thread here. */
@@ -1277,10 +1320,16 @@ static void op_report_worker(op_report *report, const char *kind, op_worker *wor
 static void op_report_pool(op_report *report, op_pool *pool) {
     if (!pool) return;
     uint64_t balance = atomic_load_explicit(&pool->balance, memory_order_relaxed);
+    char kind[32];
+    if (pool->fixed_nice != OP_NICE_UNCHANGED) {
+        snprintf(kind, sizeof kind, "at nice %d", pool->fixed_nice);
+    } else {
+        snprintf(kind, sizeof kind, "of class %d", pool->qos);
+    }
     op_report_add(report,
-                  "  pool of class %d%s: %d workers (%d with a thread), tokens %s, searching %d,"
+                  "  pool %s%s: %d workers (%d with a thread), tokens %s, searching %d,"
                   " %u blocked, %u spares\n",
-                  pool->qos, pool->placement ? " (placed)" : "", pool->size,
+                  kind, pool->placement ? " (placed)" : "", pool->size,
                   atomic_load_explicit(&pool->created, memory_order_relaxed),
                   op_pool_has_tokens(pool) ? "waiting" : "none",
                   atomic_load_explicit(&pool->searching, memory_order_relaxed),

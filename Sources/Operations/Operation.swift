@@ -93,6 +93,7 @@ open class Operation: @unchecked Sendable {
         // The queue calls the body even for a cancelled operation (start() moves it to
         // finished), and the operation, not the body's return, says when it is finished.
         attributes.flags = UInt32(OP_TASK_RUN_WHEN_CANCELLED) | UInt32(OP_TASK_MANUAL_COMPLETION)
+            | UInt32(OP_TASK_BODY_APPLIES_THREAD_PRIORITY)
         guard let task = op_task_create(operationTaskBody, nil, &attributes) else {
             fatalError("Operation.init: the core could not create a task (out of memory)")
         }
@@ -206,6 +207,9 @@ open class Operation: @unchecked Sendable {
             let clamped = min(max(newValue, 0), 1)
             withExtras { $0.threadPriority = clamped }
             state.bitwiseOr(State.hasThreadPriority, ordering: .releasing)
+            // The core runs a queued operation on a thread already at this nice value (no
+            // renice that the process might not be allowed to undo).
+            op_task_set_thread_priority(task, clamped.isNaN ? 0.5 : clamped)
         }
     }
 
@@ -244,6 +248,9 @@ open class Operation: @unchecked Sendable {
         guard beginExecuting() else { return }
         let threadPriority = self.threadPriority
         var previousNice = OP_NICE_UNCHANGED
+        // Where the thread may renice there and back, around main() only; where it may not (no
+        // CAP_SYS_NICE), the queue already runs the operation on a worker at that nice value
+        // (OP_TASK_BODY_APPLIES_THREAD_PRIORITY) and this changes nothing.
         if threadPriority != 0.5 {
             previousNice = op_thread_priority_apply(effectiveCoreQoS, threadPriority)
         }

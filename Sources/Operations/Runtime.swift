@@ -48,6 +48,39 @@ public enum OperationsRuntime {
         return table
     }
 
+    /// Where ``niceTable`` came from.
+    public enum NiceTableKind: Sendable, Equatable {
+        /// libdispatch's table: background 10, utility 2, default 0, userInitiated -2,
+        /// userInteractive -4.
+        case `default`
+        /// The default moved up so that its lowest entry is ``niceFloor`` (from a nice-0
+        /// process: 14, 6, 4, 2, 0). Chosen at start-up when the process may not lower nice
+        /// values that far (no CAP_SYS_NICE, RLIMIT_NICE too low: the usual container or
+        /// unprivileged user) and `OPERATIONS_QOS_NICE` is not set. The classes keep their
+        /// differences, and so their CPU shares against each other; the trade-off is that the
+        /// process's threads then run below other processes' nice-0 threads.
+        case shifted
+        /// Read from `OPERATIONS_QOS_NICE` at start-up.
+        case environment
+        /// Set at run time with the core's `op_runtime_set_nice_table`.
+        case set
+    }
+
+    /// Where ``niceTable`` came from: the default, shifted for lack of privilege, the
+    /// environment, or set at run time.
+    public static var niceTableKind: NiceTableKind {
+        switch op_runtime_nice_table_kind() {
+        case OP_NICE_TABLE_SHIFTED: .shifted
+        case OP_NICE_TABLE_ENVIRONMENT: .environment
+        case OP_NICE_TABLE_SET: .set
+        default: .default
+        }
+    }
+
+    /// The lowest nice value the runtime's workers can run at: -20 with CAP_SYS_NICE, else the
+    /// lower of what RLIMIT_NICE allows and the nice value the process started at.
+    public static var niceFloor: Int32 { op_runtime_nice_floor() }
+
     /// Whether this process may use negative nice values (CAP_SYS_NICE or RLIMIT_NICE).
     public static var negativeNiceAllowed: Bool { op_runtime_negative_nice_allowed() }
 

@@ -39,6 +39,30 @@ private final class NiceProbe: Operation, @unchecked Sendable {
     
     }
 
+    // Issue 23: an operation whose QoS differs from its queue's runs on its own class's workers,
+    // at its class's nice value, not on a reniced worker of the queue's class; so four classes
+    // run on four different threads, also as a user without CAP_SYS_NICE (UnprivilegedNiceTests).
+    @Test func operationsOfOtherClassesRunOnTheirOwnClassWorkers() {
+        let queue = OperationQueue()
+        queue.qualityOfService = .default
+        let classes: [QualityOfService] = [.userInteractive, .userInitiated, .utility, .background]
+        let seen = Recorder<(QualityOfService, Int32, Int32)>()
+        let operations = classes.map { qos in
+            let operation = BlockOperation { seen.append((qos, threadNice(), currentThreadID())) }
+            operation.qualityOfService = qos
+            return operation
+        }
+        queue.addOperations(operations, waitUntilFinished: false)
+        for operation in operations { guard waitUntilFinished(operation) else { return } }
+        let records = seen.snapshot
+        #expect(records.count == classes.count)
+        for (qos, nice, _) in records {
+            #expect(nice == expectedNice(qos), "a \(qos) operation on a default queue ran at nice \(nice)")
+        }
+        #expect(Set(records.map(\.2)).count == classes.count,
+                "operations of \(classes.count) classes ran on threads \(records.map(\.2))")
+    }
+
     // MARK: - P4
 
     @Test(arguments: [(QualityOfService.default, 1.0), (.default, 0.0), (.userInitiated, 1.0), (.utility, 0.0), (.background, 0.25)])

@@ -44,7 +44,7 @@ final class Delay: Operation, @unchecked Sendable {
         let finished = await completes("the README's quick start") {
             // README quick start: begin
             let queue = OperationQueue()
-            queue.qualityOfService = .utility                  // its workers run at nice 2
+            queue.qualityOfService = .utility                  // its workers run at nice 2 (6 unprivileged)
             let download = Delay(milliseconds: 20)
             let parse = BlockOperation { print("parse: after the download") }
             let index = BlockOperation { print("index: no dependency, runs at once") }

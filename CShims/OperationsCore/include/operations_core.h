@@ -61,7 +61,9 @@
  * ENVIRONMENT (read once, when the runtime first starts)
  *   OPERATIONS_QOS_NICE      per-class nice values, e.g. "userInteractive=-8,background=15".
  *                            A malformed value is rejected whole with a message on stderr naming
- *                            the bad entry; the defaults stay.
+ *                            the bad entry; the defaults stay. Unset, and the process may not go
+ *                            below the default table (no CAP_SYS_NICE): the table is shifted up
+ *                            (op_runtime_nice_table_kind, OP_NICE_TABLE_SHIFTED).
  *   OPERATIONS_NUMA=off      do not use libnuma; pin workers with plain pthread affinity.
  *   OPERATIONS_NICE_WARNINGS=off  do not print the one-line clamp warning on stderr.
  *                            Both are on/off switches, read case-insensitively: off, 0, false,
@@ -111,7 +113,10 @@ typedef enum op_priority {
 } op_priority_t;
 #define OP_PRIORITY_COUNT 5
 
-/** Quality-of-service classes, lowest first. Each has its own workers at its own nice value. */
+/** Quality-of-service classes, lowest first. Each has its own workers at its own nice value; a
+ *  task of another class than its queue's runs on its own class's workers (the queue's worker
+ *  hands the body over and waits, keeping the slot), and a thread priority runs on workers at
+ *  its nice value where the process could not renice there and back. */
 typedef enum op_qos {
     OP_QOS_BACKGROUND = 0,
     OP_QOS_UTILITY = 1,
@@ -147,6 +152,12 @@ enum {
     /** The task is not finished when its body returns: it keeps its queue slot, and its
      *  dependents wait, until someone calls op_task_complete(). (Asynchronous operations.) */
     OP_TASK_MANUAL_COMPLETION = 1u << 1,
+    /** The body applies its thread priority itself around the part it is meant for
+     *  (op_thread_priority_apply / op_thread_priority_restore), where the thread may renice
+     *  there and back: the core then runs it on its class's workers without renicing. Where it
+     *  may not (no CAP_SYS_NICE), the core still runs it on a worker already at its nice value,
+     *  and the body's apply changes nothing. (Operation's start() applies it around main().) */
+    OP_TASK_BODY_APPLIES_THREAD_PRIORITY = 1u << 2,
 };
 
 /** How a task runs. Initialise with op_task_attr_init(); every field has a safe default. */
@@ -186,6 +197,11 @@ int op_task_remove_dependency(op_task_t *task, op_task_t *dependency);
 int op_task_set_priority(op_task_t *task, op_priority_t priority);
 /** The band set at creation or by op_task_set_priority. */
 op_priority_t op_task_priority(const op_task_t *task);
+/** Changes the task's thread priority (0.0 … 1.0, see op_task_attr_t.thread_priority) for its
+ *  next run. Returns 0 or EINVAL (NaN). */
+int op_task_set_thread_priority(op_task_t *task, double thread_priority);
+/** The task's nice offset from its class for its thread priority (op_runtime_nice_for). */
+int op_task_nice_delta(const op_task_t *task);
 /** Changes the task's QoS (op_qos_t or OP_QOS_INHERIT) for its next run. Returns 0 or EINVAL. */
 int op_task_set_qos(op_task_t *task, int qos);
 /** The QoS set at creation or by op_task_set_qos (op_qos_t or OP_QOS_INHERIT). */
@@ -428,6 +444,28 @@ const char *op_runtime_nice_env_error(void);
  *  table[qos] + lround((0.5 - thread_priority) * 10), limited to -20 … 19. So 0.5 runs at the
  *  class's nice, 1.0 five steps higher priority (nice - 5), 0.0 five steps lower (nice + 5). */
 int op_runtime_nice_for(op_qos_t qos, double thread_priority);
+
+/** Where the nice table came from. */
+typedef enum op_nice_table_kind {
+    /** The default, libdispatch's {10, 2, 0, -2, -4}. */
+    OP_NICE_TABLE_DEFAULT = 0,
+    /** The default moved up so that its lowest entry is op_runtime_nice_floor(): chosen at
+     *  start-up when the process may not go below it (no CAP_SYS_NICE, RLIMIT_NICE too low) and
+     *  OPERATIONS_QOS_NICE is not set. From a nice-0 process {14, 6, 4, 2, 0}: the classes keep
+     *  their differences (their CPU shares against each other), and the process's threads run
+     *  below other processes' nice-0 threads. Announced once on stderr (OPERATIONS_NICE_WARNINGS). */
+    OP_NICE_TABLE_SHIFTED = 1,
+    /** From OPERATIONS_QOS_NICE. */
+    OP_NICE_TABLE_ENVIRONMENT = 2,
+    /** Set with op_runtime_set_nice_table. */
+    OP_NICE_TABLE_SET = 3,
+} op_nice_table_kind_t;
+/** Where the current nice table came from. */
+op_nice_table_kind_t op_runtime_nice_table_kind(void);
+/** The lowest nice value the core's workers can run at: the lower of op_runtime_lowest_nice()
+ *  and the nice of the thread that started the runtime (workers start there, and without
+ *  privilege never go below it). -20 with CAP_SYS_NICE. */
+int op_runtime_nice_floor(void);
 
 /** True when this process may lower nice values below 0 (CAP_SYS_NICE or RLIMIT_NICE). */
 bool op_runtime_negative_nice_allowed(void);
