@@ -285,32 +285,30 @@ static bool op_pool_wake_worker(op_pool *pool, int index) {
  * CPU's exit from its sleep (on a 2-vCPU VM: 24 µs to a worker on the other vCPU, 2.5 µs to one
  * on the waker's own, tools probe of 2026-11; libdispatch's threads land on the waker's CPU the
  * same way, through the kernel's wake-affine choice). A worker of any pool keeps its own CPU
- * busy with the body that submitted, so it wakes a worker on another CPU. With none parked
- * there, the first parked one after the preferred CPU is woken; with none parked at all, a
- * parked spare (they park on the pool's event). */
+ * busy with the body that submitted, so it wakes a worker on another CPU, the first parked one
+ * after its own (wake-ups spread over the CPUs), and the one on its own CPU only when no other
+ * is parked. With none parked at all, a parked spare (they park on the pool's event). */
 static void op_pool_wake_one(op_pool *pool) {
-    int start = 0;
-    if (!op_tls_worker) {
-        int cpu = sched_getcpu();
-        if (cpu >= 0 && cpu <= pool->max_cpu_id) {
-            int local = pool->worker_of_cpu[cpu];
-            if (local >= 0) {
-                if (op_pool_wake_worker(pool, local)) return;
-                start = local + 1;
+    int cpu = sched_getcpu();
+    int local = cpu >= 0 && cpu <= pool->max_cpu_id ? pool->worker_of_cpu[cpu] : -1;
+    if (!op_tls_worker && local >= 0 && op_pool_wake_worker(pool, local)) return;
+    /* The others, starting after ours (so wake-ups spread over the CPUs); the one on our own
+     * CPU only when no other is parked: it would wait for the body running here. */
+    int start = local >= 0 ? local + 1 : 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int w = 0; w <= pool->parked_words; w++) {
+            int word_index = (start / 64 + w) % pool->parked_words;
+            /* seq_cst: after the caller's push and fence, as the registration's counterpart. */
+            uint64_t word = atomic_load_explicit(&pool->parked[word_index], memory_order_seq_cst);
+            if (w == 0) word &= ~UINT64_C(0) << (start % 64); /* from `start` on in its word */
+            while (word) {
+                int index = word_index * 64 + __builtin_ctzll(word);
+                word &= word - 1;
+                if (index >= pool->size || (pass == 0 && index == local)) continue;
+                if (op_pool_wake_worker(pool, index)) return;
             }
         }
-    } else if (op_tls_worker->pool == pool && !op_tls_worker->spare) {
-        start = op_tls_worker->index + 1;
-    }
-    for (int w = 0; w < pool->parked_words; w++) {
-        int word_index = (start / 64 + w) % pool->parked_words;
-        /* seq_cst: after the caller's push and fence, as the registration's counterpart. */
-        uint64_t word = atomic_load_explicit(&pool->parked[word_index], memory_order_seq_cst);
-        while (word) {
-            int index = word_index * 64 + __builtin_ctzll(word);
-            word &= word - 1;
-            if (index < pool->size && op_pool_wake_worker(pool, index)) return;
-        }
+        if (local < 0) break;
     }
     op_event_notify(&pool->event, 1);
 }
