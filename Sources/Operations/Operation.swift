@@ -63,7 +63,8 @@ open class Operation: @unchecked Sendable {
 
     /// The operation's only stored property: the `State` bits in the top 16 bits, and the
     /// address of the core task, or once there are extras, of the extras (which hold the task
-    /// and carry one reference from here). See `OperationStateBits`.
+    /// and carry one reference from here), or of a side-table slot holding the extras' address
+    /// when it has high bits set (a tagged pointer). See `OperationStateBits`.
     let stateWord: Atomic<UInt>
 
     /// The core task that stands for this operation in queues and dependency graphs. Owned.
@@ -97,7 +98,8 @@ open class Operation: @unchecked Sendable {
         guard let task = op_task_create(operationTaskBody, nil, &attributes) else {
             fatalError("Operation.init: the core could not create a task (out of memory)")
         }
-        self.stateWord = Atomic(OperationStateBits.addressPart(UnsafeMutableRawPointer(task)))
+        // The task, or (an address with high bits set) extras holding it: OperationStateBits.
+        self.stateWord = Atomic(OperationStateBits.initialPart(task: task))
         op_task_set_context(task, Unmanaged.passUnretained(self).toOpaque())
     }
 
@@ -114,13 +116,13 @@ open class Operation: @unchecked Sendable {
     /// Creates the extras; the caller holds the operation's lock.
     func makeExtrasLocked() -> OperationExtras {
         let extras = OperationExtras(task: task)
-        // The word's reference, dropped by deinit.
-        let address = OperationStateBits.addressPart(Unmanaged.passRetained(extras).toOpaque())
-        // Swap the address part, keeping the state bits that other threads may change meanwhile.
-        // relaxed: a first guess; the exchange checks it.
+        // The word's reference, dropped by deinit (with the side-table slot, if any).
+        let part = OperationStateBits.extrasPart(Unmanaged.passRetained(extras))
+        // Swap the reference part, keeping the state bits that other threads may change
+        // meanwhile. relaxed: a first guess; the exchange checks it.
         var current = stateWord.load(ordering: .relaxed)
         while true {
-            let desired = (current & ~OperationStateBits.lowMask) | address | OperationStateBits.extrasMark
+            let desired = (current & ~OperationStateBits.lowMask) | part
             // releasing: whoever reads the task through the extras (acquiring) sees them filled.
             let (exchanged, original) = stateWord.compareExchange(
                 expected: current, desired: desired, ordering: .releasing)
@@ -140,6 +142,7 @@ open class Operation: @unchecked Sendable {
         let word = stateWord.load(ordering: .acquiring)
         let task = OperationStateBits.task(in: word) // read before the extras may go
         if let extras = OperationStateBits.extras(in: word) { release(extras) }
+        OperationStateBits.releaseSlot(of: word)
         op_task_release(task)
     }
 
