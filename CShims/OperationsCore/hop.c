@@ -168,6 +168,10 @@ bool op_hop_run_body(op_pool *pool, op_queue_t *queue, op_task_t *task, int clas
     op_hop hop = {.token = {.cls = &op_hop_token_class}, .wait = {.cls = &op_hop_wait_token_class},
                   .task = task, .queue = queue, .renice = hop_renice};
     atomic_init(&hop.done, OP_HOP_RUNNING);
+    /* What this drainer holds in its local run queue goes to the bands first: the hopped body
+     * may wait for exactly that, and nothing flushes a sleeping hopper's ring (the hop worker's
+     * op_queue_will_block flushes its own; the wait token lends nothing). Found by review. */
+    if (op_drain_flush_local()) op_queue_dispatch_sub(queue, 1, 0);
     op_worker_body_begin(&hop.wait);
     op_pool_push_token(target, &hop.token);
     /* A short look first (a body of a few microseconds), pauses only: the hop worker may share

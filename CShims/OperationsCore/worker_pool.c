@@ -289,9 +289,10 @@ static bool op_pool_wake_worker(op_pool *pool, int index) {
  * after its own (wake-ups spread over the CPUs), and the one on its own CPU only when no other
  * is parked. With none parked at all, a parked spare (they park on the pool's event). */
 static void op_pool_wake_one(op_pool *pool) {
-    int cpu = sched_getcpu();
+    op_worker *self = op_tls_worker;
+    int cpu = self && !self->spare ? self->cpu : sched_getcpu();
     int local = cpu >= 0 && cpu <= pool->max_cpu_id ? pool->worker_of_cpu[cpu] : -1;
-    if (!op_tls_worker && local >= 0 && op_pool_wake_worker(pool, local)) return;
+    if (!self && local >= 0 && op_pool_wake_worker(pool, local)) return;
     /* The others, starting after ours (so wake-ups spread over the CPUs); the one on our own
      * CPU only when no other is parked: it would wait for the body running here. */
     int start = local >= 0 ? local + 1 : 0;
@@ -381,16 +382,24 @@ void op_pool_rehome_tokens(op_pool *pool) {
      * pushes are the FIFOs' own (lock-free, multi-producer multi-consumer). A token of this pool
      * goes back behind those pushed meanwhile: the order of tokens is a pool's fairness only. */
     op_token *taken[OP_REHOME_MAX];
+    int node_of[OP_REHOME_MAX];
     int count = 0;
     for (int node = 0; node < pool->node_count && count < OP_REHOME_MAX; node++) {
         for (op_token *token; count < OP_REHOME_MAX && (token = op_fifo_pop(&pool->tokens[node]));) {
+            node_of[count] = node;
             taken[count++] = token;
         }
     }
     for (int i = 0; i < count; i++) {
         /* A class without `home` (tokens that are not a queue's) stays in this pool. */
         op_pool *home = taken[i]->cls->home ? taken[i]->cls->home(taken[i]) : NULL;
-        op_pool_push_token(home ? home : pool, taken[i]);
+        if (home && home != pool) {
+            op_pool_push_token(home, taken[i]);
+        } else {
+            /* Back where it waited: no new work, so nobody to wake (the pool's workers found
+             * it waiting before, and still will). */
+            op_fifo_push(&pool->tokens[node_of[i]], taken[i]);
+        }
     }
 }
 
@@ -459,13 +468,9 @@ void op_worker_body_end(void) {
             break;
         }
     }
-    if (OP_LIKELY(!(old & (OP_RUN_LENT | OP_RUN_RELENT)))) return;
-    if (old & OP_RUN_RELENT) {
-        /* The monitor lent the slot of a visible wait (counted blocked by the wait itself). */
-        worker->monitor_lent->cls->take_back_slot(worker->monitor_lent);
-        worker->monitor_lent = NULL;
-        return;
-    }
+    /* (A slot the monitor lent for a visible wait, RELENT, was taken back when the wait ended:
+     * op_worker_did_unblock.) */
+    if (OP_LIKELY(!(old & OP_RUN_LENT))) return;
     /* Counted blocked; a slot was lent only if the queue's width allowed it. */
     if (worker->monitor_lent) {
         worker->monitor_lent->cls->take_back_slot(worker->monitor_lent);
@@ -541,12 +546,32 @@ void op_worker_wait_settled(bool lent) {
 void op_worker_did_unblock(void) {
     op_pool *pool = op_tls_pool;
     if (!pool) return;
-    if (op_tls_worker) {
-        /* relaxed: as above. A slot the monitor lent meanwhile (RELENT) stays lent until the
-         * task's end, as for a worker it counted blocked. */
-        atomic_fetch_and_explicit(&op_tls_worker->run,
-                                  ~(OP_RUN_VISIBLE_WAIT | OP_RUN_WAIT_SETTLED | OP_RUN_WAIT_LENT),
-                                  memory_order_relaxed);
+    op_worker *worker = op_tls_worker;
+    if (worker) {
+        /* The wait's bits go, and with them a slot the monitor lent during the wait (RELENT):
+         * it is taken back here, once, so a later wait or block of the same task starts from
+         * nothing lent and the queue runs no longer over its width. While the monitor lends
+         * (LENDING, a few instructions) we wait for it, as at a task's end. */
+        uint64_t old = atomic_load_explicit(&worker->run, memory_order_relaxed);
+        for (;;) {
+            if (OP_UNLIKELY(old & OP_RUN_LENDING)) {
+                op_cpu_relax();
+                old = atomic_load_explicit(&worker->run, memory_order_relaxed);
+                continue;
+            }
+            /* acquire: if RELENT, see `monitor_lent` (written before the monitor's releasing
+             * flip), so the take-back below comes after the lend. */
+            uint64_t next = old & ~(OP_RUN_VISIBLE_WAIT | OP_RUN_WAIT_SETTLED | OP_RUN_WAIT_LENT |
+                                    OP_RUN_RELENT);
+            if (atomic_compare_exchange_weak_explicit(&worker->run, &old, next,
+                                                      memory_order_acquire, memory_order_relaxed)) {
+                break;
+            }
+        }
+        if (old & OP_RUN_RELENT) {
+            worker->monitor_lent->cls->take_back_slot(worker->monitor_lent);
+            worker->monitor_lent = NULL;
+        }
     }
     op_pool_uncount_blocked(pool);
 }
@@ -1309,7 +1334,10 @@ static void op_report_worker(op_report *report, const char *kind, op_worker *wor
     op_report_add(report, "    %s %d: tid %d, %llu tasks, %s%s%s%s%s\n", kind, worker->index, tid,
                   (unsigned long long)(run >> OP_RUN_SERIAL_SHIFT),
                   (run & OP_RUN_IN_TASK) ? "in a task" : "between tasks",
-                  (run & OP_RUN_VISIBLE_WAIT) ? ", in a visible wait" : "",
+                  (run & OP_RUN_VISIBLE_WAIT)
+                      ? ((run & OP_RUN_RELENT) ? ", in a visible wait (slot lent by the monitor)"
+                                               : ", in a visible wait")
+                      : "",
                   (run & OP_RUN_LENT) ? ", counted blocked by the monitor" : "",
                   (run & OP_RUN_LENT) ? (worker->monitor_lent ? " (slot lent)" : " (slot not lent)") : "",
                   (run & OP_RUN_LENDING) ? ", being counted" : "");

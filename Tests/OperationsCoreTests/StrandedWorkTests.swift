@@ -132,4 +132,22 @@ private let openLatchBody: TaskBody = { context in
         if !returned { op_queue_set_width(queue, Int32(waiters + 1)) } // free them before giving up
         #expect(op_queue_wait(queue, Limits.waitNs) == 0)
     }
+
+    // Found by review, in child processes (C probes): a hopped body (another class than its
+    // queue's) waiting for work its drainer had released into its own local run queue; and the
+    // slot lent for a visible wait taken back once whatever the body does next.
+    @Test(arguments: [Int(OP_QOS_UTILITY.rawValue), Int(OP_QOS_BACKGROUND.rawValue)])
+    func hoppedBodyWaitingForWorkItsDrainerReleasedGetsIt(qos: Int) async throws {
+        let path = try await ProbeBuilder.shared.binary("hop_local_work_probe").get()
+        let result = await runChild(path, [String(qos)], environment: childEnvironment(), backtraceOnTimeout: true)
+        try #require(!result.timedOut, "the probe hung:\n\(result)")
+        #expect(result.exitCode == 0, "the work the hopped body waited for was stranded:\n\(result)")
+    }
+
+    @Test func aSlotLentForAVisibleWaitIsTakenBackOnce() async throws {
+        let path = try await ProbeBuilder.shared.binary("relent_probe").get()
+        let result = await runChild(path, [], environment: childEnvironment(), backtraceOnTimeout: true)
+        try #require(!result.timedOut, "the probe hung:\n\(result)")
+        #expect(result.exitCode == 0, "\(result)")
+    }
 }
