@@ -89,10 +89,15 @@ open class TaskOperation: Operation, @unchecked Sendable {
         } catch {
             StripedLock.shared.withLock(for: self) { lockedError = error }
         }
-        StripedLock.shared.withLock(for: self) {
-            lockedBodyTask = nil
-            lockedQueue = nil
+        let queue = StripedLock.shared.withLock(for: self) { () -> OperationQueue? in
+            defer {
+                lockedBodyTask = nil
+                lockedQueue = nil
+            }
+            return lockedQueue
         }
+        // Its body is its main(): one unit of its queue's progress, before it is finished.
+        queue?.countFinishedWork(of: self)
         markFinished()
     }
 
