@@ -31,6 +31,9 @@ open class OperationQueue: @unchecked Sendable {
     /// Set once the `totalUnitCount` of the queue's progress was set: from then on, operations
     /// that finish by the end of their `main()` count toward it (OperationQueue+Progress.swift).
     let reportsProgress = Atomic<Bool>(false)
+    /// The queue's `foundationQueue` while something holds it; guarded by the queue's stripe
+    /// (OperationQueue+Foundation.swift).
+    var lockedFoundationQueue = WeakFoundationQueue()
 
     /// A queue of default width, not suspended, at `.default` QoS.
     public init() {
