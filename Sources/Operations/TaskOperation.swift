@@ -89,15 +89,18 @@ open class TaskOperation: Operation, @unchecked Sendable {
         } catch {
             StripedLock.shared.withLock(for: self) { lockedError = error }
         }
-        let queue = StripedLock.shared.withLock(for: self) { () -> OperationQueue? in
-            defer {
-                lockedBodyTask = nil
-                lockedQueue = nil
+        do {
+            let queue = StripedLock.shared.withLock(for: self) { () -> OperationQueue? in
+                defer {
+                    lockedBodyTask = nil
+                    lockedQueue = nil
+                }
+                return lockedQueue
             }
-            return lockedQueue
+            // Its body is its main(): one unit of its queue's progress, before it is finished.
+            // The queue reference goes before the finish, as it went before.
+            queue?.countFinishedWork(of: self)
         }
-        // Its body is its main(): one unit of its queue's progress, before it is finished.
-        queue?.countFinishedWork(of: self)
         markFinished()
     }
 
