@@ -6,6 +6,9 @@ let package = Package(
     products: [
         .library(name: "Operations", targets: ["Operations"]),
         .library(name: "OperationsCore", targets: ["OperationsCore"]),
+        // URLSession with our queue as its delegate queue; apart, because FoundationNetworking
+        // links libcurl.
+        .library(name: "OperationsNetworking", targets: ["OperationsNetworking"]),
     ],
     // No dependencies: a package that depends on Operations resolves nothing else. The perf
     // harness is a package of its own in Perf/ (Perf/Package.swift).
@@ -29,6 +32,11 @@ let package = Package(
             path: "Sources/Operations"
         ),
         .target(
+            name: "OperationsNetworking",
+            dependencies: ["Operations"],
+            path: "Sources/OperationsNetworking"
+        ),
+        .target(
             name: "OperationsTestSupport",
             path: "Tests/OperationsTestSupport"
         ),
@@ -42,7 +50,7 @@ let package = Package(
         // checked differentially; see Tests/BehaviourTests/Support/UnderTest.swift.
         .testTarget(
             name: "OperationsBehaviourTests",
-            dependencies: ["Operations", "OperationsTestSupport"],
+            dependencies: ["Operations", "OperationsNetworking", "OperationsTestSupport"],
             path: "Tests/BehaviourTests"
         ),
         .testTarget(

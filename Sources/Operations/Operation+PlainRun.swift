@@ -41,6 +41,7 @@ extension Operation {
             current = original
         }
         unsafeDowncast(self, to: BlockOperation.self).runFirstBlock()
+        OperationQueue.countFinishedMainOnCurrentQueue(self)
         // Finished and completed in one step, so no reader sees finished and executing
         // together; observers or a completion block added meanwhile take the general finish.
         current = state.load(ordering: .relaxed)

@@ -262,6 +262,11 @@ open class Operation: @unchecked Sendable {
         main()
         op_task_swap_current(previousTask)
         op_thread_priority_restore(previousNice)
+        // Finished by the end of main(): one unit of the queue's progress, counted before the
+        // operation is finished (a wait that returns then sees it counted).
+        if state.load(ordering: .relaxed) & State.queueStarting != 0 {
+            OperationQueue.countFinishedMainOnCurrentQueue(self)
+        }
         markFinished()
     }
 

@@ -23,6 +23,8 @@ final class OperationExtras {
     var moreBlocks: [@Sendable () -> Void] = []
     /// Tasks suspended in `await waitUntilFinished()`, resumed once when it completes.
     var finishWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Made by `addBarrierBlock(_:)`: counts nothing toward its queue's `progress`.
+    var isBarrier = false
 
     init(task: OpaquePointer) { self.task = task }
 }

@@ -25,6 +25,15 @@ open class OperationQueue: @unchecked Sendable {
     let bodyExecutor = OperationBodyExecutor()
     /// Set once the queue was handed out as an actor's serial executor; its width then stays 1.
     let servesAsSerialExecutor = Atomic<Bool>(false)
+    /// The queue's `progress`, made on first use; guarded by the queue's stripe of
+    /// `StripedLock.shared` (OperationQueue+Progress.swift).
+    var lockedProgress: QueueProgress?
+    /// Set once the `totalUnitCount` of the queue's progress was set: from then on, operations
+    /// that finish by the end of their `main()` count toward it (OperationQueue+Progress.swift).
+    let reportsProgress = Atomic<Bool>(false)
+    /// The queue's `foundationQueue` while something holds it; guarded by the queue's stripe
+    /// (OperationQueue+Foundation.swift).
+    var lockedFoundationQueue = WeakFoundationQueue()
 
     /// A queue of default width, not suspended, at `.default` QoS.
     public init() {
@@ -58,6 +67,7 @@ open class OperationQueue: @unchecked Sendable {
     }
 
     deinit {
+        if reportsProgress.load(ordering: .relaxed) { OperationQueue.queuesReportingProgress.subtract(1, ordering: .relaxed) }
         op_queue_release(core)
     }
 
@@ -185,6 +195,25 @@ open class OperationQueue: @unchecked Sendable {
         return text
     }
 
+    /// An object that represents the total progress of the operations executing in the queue.
+    ///
+    /// As Apple documents it: the queue does not report progress until the progress's
+    /// `totalUnitCount` is set. From then on, each operation of the queue that finishes by the
+    /// end of its `main()` adds one unit to `completedUnitCount`, counted before the operation
+    /// is finished, so once a wait for the operations returns they are counted. Operations
+    /// that override `start()` without calling `super.start()`, cancelled operations (their
+    /// `main()` never runs) and barrier blocks count nothing; a ``TaskOperation`` counts when its
+    /// body returns or throws. Setting `totalUnitCount` from a barrier block
+    /// (``addBarrierBlock(_:)``) avoids counting races and progress that moves backwards.
+    ///
+    /// Counting is thread-safe: the queue's workers add units under a lock, which the
+    /// progress's `totalUnitCount` and `completedUnitCount` accessors take too (Foundation's
+    /// `Progress` on Linux has no lock of its own). A subclass may override this property;
+    /// the queue then counts into the progress it made itself, which the override can return
+    /// or pass to `super`. Unlike Apple's, the queue does not conform to `ProgressReporting`,
+    /// which on Linux requires `NSObjectProtocol`.
+    open var progress: Progress { madeProgress }
+
     /// The QoS of operations that have none of their own. A new queue reports `.default`.
     open var qualityOfService: QualityOfService {
         get { QualityOfService(coreClass: op_queue_qos(core)) }
@@ -243,7 +272,10 @@ open class OperationQueue: @unchecked Sendable {
     /// operation added after it until it has run.
     open func addBarrierBlock(_ barrier: @escaping @Sendable () -> Void) {
         let operation = BlockOperation(block: barrier)
-        operation.name = "barrier"
+        operation.withExtras {
+            $0.name = "barrier"
+            $0.isBarrier = true
+        }
         operation.claimForQueue(self)
         let rc = op_queue_submit_barrier(core, operation.task)
         if rc != 0 { operationMisuse("addBarrierBlock(_:) on \(self) failed (core error \(rc))") }

@@ -89,9 +89,17 @@ open class TaskOperation: Operation, @unchecked Sendable {
         } catch {
             StripedLock.shared.withLock(for: self) { lockedError = error }
         }
-        StripedLock.shared.withLock(for: self) {
-            lockedBodyTask = nil
-            lockedQueue = nil
+        do {
+            let queue = StripedLock.shared.withLock(for: self) { () -> OperationQueue? in
+                defer {
+                    lockedBodyTask = nil
+                    lockedQueue = nil
+                }
+                return lockedQueue
+            }
+            // Its body is its main(): one unit of its queue's progress, before it is finished.
+            // The queue reference goes before the finish, as it went before.
+            queue?.countFinishedWork(of: self)
         }
         markFinished()
     }

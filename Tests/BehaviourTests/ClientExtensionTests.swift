@@ -24,6 +24,16 @@ extension OperationQueue {
 /// How many times the client's `addOperation(block:)` was called.
 private let clientAsyncAdds = Counter()
 
+extension NotificationCenter {
+    /// A client's helper over `addObserver(forName:object:queue:using:)`, its queue typed with
+    /// the OperationQueue its file sees (ours where it imports Operations) and defaulting to nil:
+    /// the forwarding call must pick the method for that queue, and `nil` stay unambiguous.
+    func clientObserve(_ name: Notification.Name, queue: OperationQueue? = nil,
+                       _ block: @escaping @Sendable (Notification) -> Void) -> any NSObjectProtocol {
+        addObserver(forName: name, object: nil, queue: queue, using: block)
+    }
+}
+
 @Suite(.sharesProcess) struct ClientExtensionTests {
     // Async, and waiting without blocking a thread: the client's body runs in a task, which
     // needs a thread of the cooperative pool (two threads on a 2-CPU machine).
@@ -43,6 +53,23 @@ private let clientAsyncAdds = Counter()
         let deadline = clock.now + .seconds(Deadline.seconds)
         while ran.arrivals < 2 && clock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
         #expect(ran.arrivals == 2, "\(runtimeUnderTest): \(ran.arrivals) of the client's async block and a synchronous one ran")
+    }
+
+    @Test func aClientsNotificationHelperForwardsItsQueue() {
+        let center = NotificationCenter()
+        let name = Notification.Name("ClientExtensionTests")
+        let queue = OperationQueue()
+        let onQueue = Counter()
+        let inPlace = Counter()
+        let first = center.clientObserve(name, queue: queue) { _ in
+            if OperationQueue.current === queue { onQueue.increment() }
+        }
+        let second = center.clientObserve(name) { _ in inPlace.increment() }
+        runOnNewThread("a post") { center.post(name: name, object: nil) }
+        #expect(onQueue.current == 1 && inPlace.current == 1,
+                "\(runtimeUnderTest): \(onQueue.current) on the queue, \(inPlace.current) in place")
+        center.removeObserver(first)
+        center.removeObserver(second)
     }
 
     #if !BEHAVIOUR_ON_FOUNDATION

@@ -95,6 +95,7 @@ final class EveryMemberQueue: OperationQueue, @unchecked Sendable {
     override var operations: [Operation] { note("operations"); return super.operations }
     override var operationCount: Int { note("operationCount"); return super.operationCount }
     #endif
+    override var progress: Progress { note("progress"); return super.progress }
     override class var current: OperationQueue? { super.current }
     override class var main: OperationQueue { super.main }
 }
@@ -166,7 +167,8 @@ final class EveryMemberQueue: OperationQueue, @unchecked Sendable {
         waitFor(ran, "three operations and a barrier", count: 4)
         waitUntilAllOperationsAreFinished(queue)
         queue.cancelAllOperations()
-        for member in ["name", "qualityOfService", "maxConcurrentOperationCount", "isSuspended", "addOperation",
+        #expect(queue.progress.totalUnitCount == 0)
+        for member in ["progress", "name", "qualityOfService", "maxConcurrentOperationCount", "isSuspended", "addOperation",
                        "addOperation(block)", "addOperations", "addBarrierBlock", "waitUntilAllOperationsAreFinished",
                        "cancelAllOperations"] {
             #expect(queue.called(member), "\(runtimeUnderTest): the override of \(member) was not called")

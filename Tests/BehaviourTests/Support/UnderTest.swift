@@ -12,8 +12,10 @@
 // `Operation.observeValue` (5 of 6 runs of this target did, before the tests kept theirs).
 #if BEHAVIOUR_ON_FOUNDATION
 @_exported import Foundation
+@_exported import FoundationNetworking
 #else
 @_exported import Operations
+@_exported import OperationsNetworking
 #endif
 @_exported import Dispatch
 @_exported import Glibc
