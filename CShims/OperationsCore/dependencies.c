@@ -353,9 +353,10 @@ int op_task_wait(op_task_t *task, int64_t timeout_ns) {
     bool promoted = false;
     for (;;) {
         if (state & OP_STATE_FINISHED) return 0;
-        if (!promoted) {
+        if (!promoted && (deadline < 0 || op_now_ns() < deadline)) {
             /* About to sleep: raise the task to our class (promotion.c; nothing when it runs
-             * at or above it, or promotion is off). Once per wait. */
+             * at or above it, or promotion is off). Once per wait; not for a poll that has no
+             * time left. */
             promoted = true;
             op_task_promote(task, op_current_thread_qos());
             state = atomic_load_explicit(&task->state, memory_order_acquire);
