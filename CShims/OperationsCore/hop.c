@@ -59,9 +59,14 @@ static void op_hop_drain(op_token *token) {
      * that raised the task after its drainer chose us (it sets the level, then looks for the
      * body): either it sees us, or we see its level and raise ourselves where we may. */
     uint32_t state = atomic_load_explicit(&task->state, memory_order_seq_cst);
-    int want = op_nice_of_class(op_task_run_qos(task, queue, state)) + op_task_nice_delta(task);
+    int run_qos = op_task_run_qos(task, queue, state);
+    /* Only a class above the one we were chosen for (a body that applies its own thread
+     * priority keeps it to itself: no delta then, as the drainer chose). */
+    int want = op_nice_of_class(run_qos) +
+               (hop->renice != OP_NICE_UNCHANGED ? op_task_nice_delta(task) : 0);
     want = want < -20 ? -20 : want;
-    if (OP_UNLIKELY(want < nice && op_nice_can_hold(want))) {
+    if (OP_UNLIKELY(run_qos > op_pool_qos(op_pool_current()) && want < nice &&
+                    op_nice_can_hold(want))) {
         op_pool_promote_running(task, NULL, want); /* ourselves, through the record */
     }
     op_tls_task = task;

@@ -213,14 +213,14 @@ op_qos_t op_current_thread_qos(void) {
     }
     op_pool *pool = op_pool_current();
     if (pool && op_pool_qos(pool) >= 0) return (op_qos_t)op_pool_qos(pool);
-    /* A thread of the caller's: what its nice value means in libdispatch's table (not the
-     * runtime's, which an unprivileged process shifts so that nice 0 is userInteractive's: an
-     * ordinary thread is not userInteractive work). */
-    static const int libdispatch[OP_QOS_COUNT] = {10, 2, 0, -2, -4};
+    /* A thread of the caller's has no QoS unless it was given a higher priority than an
+     * ordinary thread's: a nice value below 0, read in libdispatch's table (not the runtime's,
+     * which an unprivileged process shifts so that nice 0 is userInteractive's). An ordinary
+     * thread (nice 0 or above) counts as background: its waits raise nothing, as a thread of
+     * unspecified QoS. */
     int nice = op_current_thread_nice();
-    for (int qos = OP_QOS_COUNT - 1; qos > 0; qos--) {
-        if (libdispatch[qos] >= nice) return (op_qos_t)qos;
-    }
+    if (nice <= -4) return OP_QOS_USER_INTERACTIVE;
+    if (nice < 0) return OP_QOS_USER_INITIATED;
     return OP_QOS_BACKGROUND;
 }
 

@@ -292,10 +292,9 @@ void op_queue_unpromote(op_queue_t *queue, op_qos_t qos);
 op_qos_t op_queue_effective_qos(const op_queue_t *queue);
 /** The QoS class of the calling thread as a waiter: in a task body, the class the task runs at
  *  (its own, its queue's, or its promotion); on a worker between tasks, its pool's class;
- *  elsewhere, the highest class whose nice value in libdispatch's table {10, 2, 0, -2, -4} is
- *  at or above the thread's own nice value (background when none is): a thread at nice 0 is
- *  `default` whatever the runtime's table (an unprivileged process's shifted table puts
- *  userInteractive at 0). */
+ *  elsewhere, from the thread's nice value: -4 or lower userInteractive, -3 … -1
+ *  userInitiated, 0 or above background (an ordinary thread has no QoS: its waits raise
+ *  nothing; run the wait in an operation, or a Swift task with a priority, to raise). */
 op_qos_t op_current_thread_qos(void);
 /** Whether QoS promotion is on (OPERATIONS_QOS_PROMOTION, default on). */
 bool op_runtime_qos_promotion(void);
