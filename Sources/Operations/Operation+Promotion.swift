@@ -57,13 +57,14 @@ extension Operation {
 }
 
 extension QualityOfService {
-    /// The core class of the calling async task's priority (its thread's class outside a task).
+    /// The core class of the calling async task's priority as a waiter (its thread's class
+    /// outside a task). `.medium` and unspecified priorities, what a task gets when nobody chose
+    /// one, raise nothing (background), as an ordinary thread's waits raise nothing.
     static var currentWaiterCoreClass: op_qos_t {
         guard let priority = withUnsafeCurrentTask(body: { $0?.priority }) else {
             return op_current_thread_qos()
         }
         let qos = QualityOfService(priority)
-        // `.medium` maps to `.default`, which is a class of its own here.
-        return qos.coreClass
+        return qos == .default ? OP_QOS_BACKGROUND : qos.coreClass
     }
 }
