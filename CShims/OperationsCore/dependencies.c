@@ -228,6 +228,9 @@ static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
     op_drain *drain = &op_tls_drain;
     bool hand_off = drain->hand_off_allowed;
     drain->hand_off_allowed = false;
+    if (OP_UNLIKELY(old & (OP_STATE_PROMO_COUNTED | OP_STATE_PROMOTING))) {
+        op_promotion_settle_finished(task); /* its queue's raise ends with it */
+    }
     if (OP_UNLIKELY(task->flags & OP_TASK_HAS_EXT)) {
         op_task_ext *ext = task->context;
         ext->on_finish(ext->context);
@@ -347,8 +350,18 @@ int op_task_wait(op_task_t *task, int64_t timeout_ns) {
         state = atomic_load_explicit(&task->state, memory_order_acquire);
         now = op_now_ns();
     }
+    bool promoted = false;
     for (;;) {
         if (state & OP_STATE_FINISHED) return 0;
+        if (!promoted && (deadline < 0 || op_now_ns() < deadline)) {
+            /* About to sleep: raise the task to our class (promotion.c; nothing when it runs
+             * at or above it, or promotion is off). Once per wait; not for a poll that has no
+             * time left. */
+            promoted = true;
+            op_task_promote(task, op_current_thread_qos());
+            state = atomic_load_explicit(&task->state, memory_order_acquire);
+            continue;
+        }
         if (!(state & OP_STATE_WAITERS)) {
             if (!atomic_compare_exchange_weak_explicit(&task->state, &state,
                                                        state | OP_STATE_WAITERS,

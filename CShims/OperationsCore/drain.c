@@ -255,35 +255,48 @@ typedef enum { OP_RAN_FINISHED, OP_RAN_HANDED_OFF, OP_RAN_DEFERRED } op_run_resu
  * that does not ask to run is retired without its body; a deferred one goes back to waiting; a
  * manual-completion task keeps its slot until completed. */
 static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_t *task) {
+    int class_nice = op_worker_refresh_nice();
+    /* Promoters find the body here from now on (promotion.c): published before RUNNING, so a
+     * promoter that sees RUNNING (its compare-and-swap on the same word comes after ours) sees
+     * it, and one that comes before is seen in `old`. */
+    op_worker_promotable_begin(task, queue, class_nice);
     /* acquire: pairs with the releases that made the task ready (dependencies' finish). */
     OP_RACE_WINDOW("run: claimed, before RUNNING");
     uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_RUNNING, memory_order_acq_rel);
     if (OP_UNLIKELY(old & OP_STATE_FINISHED)) {
         /* Completed before we took it (op_task_complete on a queued manual-completion task):
          * already finished, only retired here. */
+        op_worker_promotable_end();
         op_worker_count_task();
         return OP_RAN_FINISHED;
     }
     if ((old & OP_STATE_CANCELLED) && !(task->flags & OP_TASK_RUN_WHEN_CANCELLED)) {
+        op_worker_promotable_end();
         op_worker_count_task();
         op_tls_drain.hand_off_allowed = true; /* cleared by the finish */
         op_queue_graph->finish(task);
         return OP_RAN_FINISHED;
     }
-    int class_nice = op_worker_refresh_nice();
     bool changed = false;
     bool hopped = false;
     /* Fast path: a task of the pool's own class at thread priority 0.5 needs no syscall.
      * Otherwise the body runs where its nice value already is (hop.c), or, where that is a
-     * renice this thread may undo, here after one. */
-    int own_qos = op_task_qos(task);
-    if (op_task_nice_delta(task) != 0 ||
-        (own_qos >= 0 ? own_qos : (int)op_queue_qos(queue)) != op_pool_qos(pool)) {
+     * renice this thread may undo, here after one. Its class is its own, its queue's, or what
+     * it or its queue was promoted to (read from `old` and the queue: promotion.c). */
+    int run_qos = op_task_run_qos(task, queue, old);
+    if (OP_UNLIKELY(run_qos > op_state_promoted_qos(old) &&
+                    run_qos > (int)atomic_load_explicit((_Atomic int8_t *)&task->qos,
+                                                        memory_order_relaxed) &&
+                    run_qos > (int)op_queue_qos(queue))) {
+        op_promotion_note_queue_raise(task, run_qos); /* raised with its queue: reported */
+    }
+    if (op_task_nice_delta(task) != 0 || run_qos != op_pool_qos(pool)) {
         int renice = OP_NICE_UNCHANGED;
-        hopped = op_hop_run_body(pool, queue, task, class_nice, &renice);
+        hopped = op_hop_run_body(pool, queue, task, run_qos, class_nice, &renice);
         if (renice != OP_NICE_UNCHANGED) {
             int target = op_nice_clamp_task(renice, class_nice);
             changed = target != class_nice && op_nice_set_current_thread(target) == 0;
+            if (changed) op_worker_promotable_nice(target);
         }
     }
 
@@ -296,6 +309,7 @@ static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_
         op_tls_task = NULL;
         op_tls_queue = NULL;
     }
+    op_worker_promotable_end(); /* back to the nice the body started at, if promoted */
 
     if (changed) op_nice_set_current_thread(class_nice);
 

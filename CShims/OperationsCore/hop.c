@@ -48,9 +48,26 @@ static void op_hop_drain(op_token *token) {
     op_queue_t *queue = hop->queue;
     int class_nice = op_worker_refresh_nice();
     bool changed = false;
+    int nice = class_nice;
     if (hop->renice != OP_NICE_UNCHANGED) {
         int target = op_nice_clamp_task(hop->renice, class_nice);
         changed = target != class_nice && op_nice_set_current_thread(target) == 0;
+        if (changed) nice = target;
+    }
+    op_worker_promotable_begin(task, queue, nice);
+    /* seq_cst: after publishing the body (a seq_cst store), the Dekker pair with a promoter
+     * that raised the task after its drainer chose us (it sets the level, then looks for the
+     * body): either it sees us, or we see its level and raise ourselves where we may. */
+    uint32_t state = atomic_load_explicit(&task->state, memory_order_seq_cst);
+    int run_qos = op_task_run_qos(task, queue, state);
+    /* Only a class above the one we were chosen for (a body that applies its own thread
+     * priority keeps it to itself: no delta then, as the drainer chose). */
+    int want = op_nice_of_class(run_qos) +
+               (hop->renice != OP_NICE_UNCHANGED ? op_task_nice_delta(task) : 0);
+    want = want < -20 ? -20 : want;
+    if (OP_UNLIKELY(run_qos > op_pool_qos(op_pool_current()) && want < nice &&
+                    op_nice_can_hold(want))) {
+        op_pool_promote_running(task, NULL, want); /* ourselves, through the record */
     }
     op_tls_task = task;
     op_tls_queue = queue;
@@ -59,6 +76,7 @@ static void op_hop_drain(op_token *token) {
     op_worker_body_end();
     op_tls_task = NULL;
     op_tls_queue = NULL;
+    op_worker_promotable_end();
     if (changed) op_nice_set_current_thread(class_nice);
     /* release: the body's effects (and its state-word changes) before the drainer, which
      * acquires `done`, settles the task. After this store the record may be gone (the drainer
@@ -121,13 +139,10 @@ static op_pool *op_pool_at_nice(int wanted) {
     return op_pool_for_nice(wanted);
 }
 
-bool op_hop_run_body(op_pool *pool, op_queue_t *queue, op_task_t *task, int class_nice,
+bool op_hop_run_body(op_pool *pool, op_queue_t *queue, op_task_t *task, int qos, int class_nice,
                      int *renice) {
     *renice = OP_NICE_UNCHANGED;
-    /* relaxed: set before the task ran (op_task_set_qos / op_task_set_thread_priority). */
-    int own = atomic_load_explicit((_Atomic int8_t *)&task->qos, memory_order_relaxed);
     int delta = op_task_nice_delta(task);
-    int qos = own >= 0 ? own : (int)op_queue_qos(queue);
     int wanted = op_nice_of_class(qos) + delta;
     wanted = wanted < -20 ? -20 : wanted > 19 ? 19 : wanted;
     if ((task->flags & OP_TASK_BODY_APPLIES_THREAD_PRIORITY) &&

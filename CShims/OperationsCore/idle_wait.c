@@ -99,9 +99,22 @@ int op_queue_notify_idle(op_queue_t *queue, op_task_fn fn, void *context) {
     return 0;
 }
 
+static int op_queue_wait_promoted(op_queue_t *queue, int64_t timeout_ns, int *promoted);
+
 int op_queue_wait(op_queue_t *queue, int64_t timeout_ns) {
     if (!queue) return EINVAL;
     if (op_tls_queue == queue) return EDEADLK;
+    int promoted = -1;
+    int rc = op_queue_wait_promoted(queue, timeout_ns, &promoted);
+    /* The raise of the queue for this wait ends with it (promotion.c). */
+    if (promoted >= 0) op_queue_unpromote(queue, (op_qos_t)promoted);
+    return rc;
+}
+
+/* The wait; before it first sleeps it raises the queue to the calling thread's class, if that
+ * is higher than the queue's (*promoted: the class, for the caller to undo). */
+static int op_queue_wait_promoted(op_queue_t *queue, int64_t timeout_ns, int *promoted) {
+    bool looked = false;
     int64_t deadline = timeout_ns >= 0 ? op_now_ns() + timeout_ns : -1;
     int64_t start = op_now_ns(), now = start;
     while (atomic_load_explicit(&queue->busy, memory_order_seq_cst) != 0 &&
@@ -129,6 +142,15 @@ int op_queue_wait(op_queue_t *queue, int64_t timeout_ns) {
             if (left <= 0) {
                 atomic_fetch_sub_explicit(&queue->idle_waiters, 1, memory_order_relaxed);
                 return ETIMEDOUT;
+            }
+        }
+        if (!looked) {
+            looked = true;
+            if (op_promotion_enabled()) {
+                op_qos_t qos = op_current_thread_qos();
+                if (qos > op_queue_effective_qos(queue) && op_queue_promote(queue, qos) == 0) {
+                    *promoted = (int)qos;
+                }
             }
         }
         op_queue_will_block();

@@ -137,7 +137,18 @@ enum {
     OP_STATE_BODY_DONE = 1u << 6, /* the body returned (manual-completion tasks) */
     OP_STATE_DEFER = 1u << 8,     /* the body asked to go back to waiting (op_task_defer) */
     OP_STATE_TAKEN = 1u << 9,     /* a worker claimed its ready-queue entry (op_queue_take_ready) */
+    /* QoS promotion (promotion.c): the class it was raised to + 1 in bits 16-18 (0: none),
+     * COUNTED when that raise is also counted on its queue (queue->promo), PROMOTING while a
+     * promoter changes either (the finisher waits for it before it settles the count). */
+    OP_STATE_PROMO_COUNTED = 1u << 19,
+    OP_STATE_PROMOTING = 1u << 20,
 };
+#define OP_STATE_PROMO_SHIFT 16
+#define OP_STATE_PROMO_MASK (UINT32_C(7) << OP_STATE_PROMO_SHIFT)
+/* The class a state word says the task was promoted to, or -1. */
+static inline int op_state_promoted_qos(uint32_t state) {
+    return (int)((state & OP_STATE_PROMO_MASK) >> OP_STATE_PROMO_SHIFT) - 1;
+}
 
 /* Re-banding (op_task_set_priority on a queued task) pushes a second entry into the new band.
  * Each entry carries, in its pointer's low bits (tasks are 16-byte aligned), the generation the
@@ -268,6 +279,10 @@ struct op_queue {
     _Atomic uint32_t bands_used; /* bit per band that ever held a task in `ready`; set once */
     _Atomic bool suspended;
     _Atomic int32_t qos;
+    /* QoS promotion (promotion.c): per class, 12 bits each (class c at bits 12c…12c+11), how
+     * many promotions to that class are in force (promoted unfinished tasks, waiters of
+     * op_queue_wait). The queue runs at the highest such class when above `qos`. */
+    _Atomic uint64_t promo;
     const op_placement *_Atomic placement; /* op_queue_set_cpus; NULL: every usable CPU */
     _Atomic uint32_t refs;       /* handles + 1 while busy > 0 */
     _Atomic uint32_t idle_epoch; /* futex word for op_queue_wait */
@@ -656,15 +671,60 @@ int op_thread_create_at(pthread_t *thread, const pthread_attr_t *attr, void *(*s
 /* Fork, in the child: the spawner is gone. */
 void op_spawner_forget_after_fork(void);
 
+/* ---- promotion.c ------------------------------------------------------------------------- */
+
+/* The class the queue's tasks run at now: its QoS, or the highest class it is promoted to.
+ * relaxed loads: a drainer's look between tasks (op_pool_serves) and the pool a token goes to;
+ * the promoters rehome tokens after a change, and the Dekker pair with running bodies is in
+ * promotion.c. */
+static inline int op_queue_run_qos(op_queue_t *queue) {
+    int qos = (int)atomic_load_explicit(&queue->qos, memory_order_relaxed);
+    uint64_t promo = atomic_load_explicit(&queue->promo, memory_order_relaxed);
+    if (OP_LIKELY(promo == 0)) return qos;
+    for (int c = OP_QOS_COUNT - 1; c > qos; c--) {
+        if ((promo >> (12 * c)) & 0xFFF) return c;
+    }
+    return qos;
+}
+/* The class a claimed task of `queue` runs at, given the state word its worker read when it
+ * took it: its own QoS or its queue's run class, raised to its promotion. */
+int op_task_run_qos(op_task_t *task, op_queue_t *queue, uint32_t state);
+/* The finisher of a task whose state had COUNTED or PROMOTING (`old`): waits out a promoter and
+ * takes the task's promotion off its queue. */
+void op_promotion_settle_finished(op_task_t *task);
+/* A drainer starts `task` at `qos` because its queue was promoted: the task reports it (a
+ * compare-and-swap of its promotion level, not counted on the queue). */
+void op_promotion_note_queue_raise(op_task_t *task, int qos);
+/* A task was just submitted to `queue`: one of a higher class than a serial queue's raises the
+ * queue (what is ahead of it) until it finished. */
+void op_promotion_submitted(op_task_t *task, op_queue_t *queue);
+/* Whether QoS promotion is on (OPERATIONS_QOS_PROMOTION, read once). */
+bool op_promotion_enabled(void);
+
+/* worker_pool.c: a body is about to run on this worker or spare for `task` of `queue`, the
+ * thread at `nice`: promoters find it here (op_pool_promote_running). Before the task's RUNNING
+ * read-modify-write (drain.c) or before reading its state (hop.c). */
+void op_worker_promotable_begin(op_task_t *task, op_queue_t *queue, int nice);
+/* The drainer reniced for a thread priority before the body: the nice to restore to. */
+void op_worker_promotable_nice(int nice);
+/* The body returned: waits out a promoter in flight and puts the thread back at the nice it
+ * had at the body's start if a promoter raised it. */
+void op_worker_promotable_end(void);
+/* Raises the threads running bodies of `task` (or, with task NULL, of `queue`) to `nice`
+ * where the process may (privilege); returns how many it raised. */
+int op_pool_promote_running(op_task_t *task, op_queue_t *queue, int nice);
+/* setpriority on thread `tid` (not the caller's); 0 or errno (the fault injection applies). */
+int op_nice_set_thread(int tid, int nice);
+
 /* ---- hop.c ---------------------------------------------------------------------------------- */
 
-/* Runs the body of `task` (claimed, RUNNING, of `queue`) on a thread already at the nice value
+/* Runs the body of `task` (claimed, RUNNING, of `queue`, at class `qos`: op_task_run_qos) on a thread already at the nice value
  * it asks for, when that is not the drainer's own class or privilege cannot renice there and
  * back: a worker of the task's own class (its queue's placement kept), or of a pool made for
  * that nice value. The drainer waits, keeping the queue's slot. True when the body ran there;
  * false when the caller runs it itself (same class, or a renice it may undo: *renice says to
  * what, OP_NICE_UNCHANGED for none). */
-bool op_hop_run_body(op_pool *pool, op_queue_t *queue, op_task_t *task, int class_nice,
+bool op_hop_run_body(op_pool *pool, op_queue_t *queue, op_task_t *task, int qos, int class_nice,
                      int *renice);
 /* The pool whose workers run at `nice` (-20 … 19), made on first use (worker_pool.c). */
 op_pool *op_pool_for_nice(int nice);

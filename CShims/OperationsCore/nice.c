@@ -240,6 +240,16 @@ int op_nice_set_current_thread(int nice) {
     return error;
 }
 
+int op_nice_set_thread(int tid, int nice) {
+    int error = 0;
+    if (OP_UNLIKELY(op_fault_setpriority_refused())) {
+        error = EPERM;
+    } else if (setpriority(PRIO_PROCESS, (id_t)tid, nice) != 0) {
+        error = errno;
+    }
+    return error; /* not reported: promotion checks the privilege first (op_nice_can_hold) */
+}
+
 int op_current_thread_nice(void) {
     errno = 0;
     return getpriority(PRIO_PROCESS, (id_t)op_current_tid());

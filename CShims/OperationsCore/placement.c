@@ -69,12 +69,12 @@ void op_placement_bind_current_thread(const op_placement *placement) {
 }
 
 bool op_pool_serves(const op_pool *pool, op_queue_t *queue) {
-    return atomic_load_explicit(&queue->qos, memory_order_relaxed) == op_pool_qos(pool) &&
+    return op_queue_run_qos(queue) == op_pool_qos(pool) &&
            atomic_load_explicit(&queue->placement, memory_order_relaxed) == op_pool_placement(pool);
 }
 
 op_pool *op_queue_pool(op_queue_t *queue) {
-    op_qos_t qos = (op_qos_t)atomic_load_explicit(&queue->qos, memory_order_relaxed);
+    op_qos_t qos = (op_qos_t)op_queue_run_qos(queue); /* its QoS, or the class it is promoted to */
     /* acquire: pairs with the release store in op_queue_place (the placement is built). */
     const op_placement *placement = atomic_load_explicit(&queue->placement, memory_order_acquire);
     return placement ? op_placement_pool(placement, qos) : op_pool_for(qos);

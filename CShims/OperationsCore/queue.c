@@ -72,6 +72,7 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     atomic_init(&queue->bands_used, 0);
     atomic_init(&queue->suspended, false);
     atomic_init(&queue->qos, (int32_t)qos);
+    atomic_init(&queue->promo, 0);
     atomic_init(&queue->placement, NULL);
     atomic_init(&queue->refs, 1);
     atomic_init(&queue->idle_epoch, 0);
@@ -632,6 +633,13 @@ static int op_queue_submit_claimed(op_queue_t *queue, op_task_t *task, bool allo
                                                     memory_order_acq_rel, memory_order_acquire));
     OP_RACE_WINDOW("submit: SUBMITTED published, before registering and the hold's drop");
     if (queue->tracking) op_registry_add(queue, task); /* may add a barrier dependency */
+    /* A serial queue's task of a higher class than the queue's raises what is ahead of it
+     * (promotion.c), before it can start. relaxed loads: the caller's own settings. */
+    if (OP_UNLIKELY(atomic_load_explicit((_Atomic int8_t *)&task->qos, memory_order_relaxed) >
+                    (int)atomic_load_explicit(&queue->qos, memory_order_relaxed)) &&
+        atomic_load_explicit(&queue->width, memory_order_relaxed) == 1) {
+        op_promotion_submitted(task, queue);
+    }
     /* acq_rel: drop the submission hold; reaching zero means no dependency is left. */
     uint32_t before = atomic_fetch_sub_explicit(&task->pending, OP_PENDING_HOLD,
                                                 memory_order_acq_rel);

@@ -84,6 +84,7 @@
 #include <stdarg.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -129,6 +130,13 @@ typedef struct op_worker {
     bool spare;      /* started to stand in for a blocked thread; not in pool->workers */
     uint64_t serial; /* tasks taken; the worker's own copy of `run`'s serial */
     op_token *token; /* the token of the running task; read by the monitor while it lends */
+    /* QoS promotion (promotion.c): the task whose body runs here (or is about to), with
+     * OP_BODY_* flags in its low bits; its queue (compared by promoters, never dereferenced);
+     * the nice the thread had at the body's start (the worker's own), and what a promoter
+     * raised it from. See op_pool_promote_running. */
+    _Atomic uintptr_t body;
+    op_queue_t *_Atomic body_queue;
+    int body_nice;
     /* The tasks it took (op_runtime_worker_info reads them here) and what it runs (OP_RUN_*).
      * Written by the worker at each task's start and end, marked by the monitor; on the
      * worker's own line, which the monitor reads every 10 ms at most. */
@@ -439,6 +447,114 @@ void op_worker_count_task(void) {
     /* relaxed: a count for introspection; no body runs, nothing for the monitor to see. */
     atomic_store_explicit(&worker->run, ++worker->serial << OP_RUN_SERIAL_SHIFT,
                           memory_order_relaxed);
+}
+
+/* ---- QoS promotion of running bodies (promotion.c) ------------------------------------------ */
+
+enum { OP_BODY_BUSY = 1, OP_BODY_APPLIED = 2 }; /* tasks are 16-byte aligned */
+
+/* Serialises promoters (rare: a wait that blocks on lower-QoS work), so that two raising one
+ * thread to different classes cannot leave it at the lower of the two. Never taken by workers. */
+static pthread_mutex_t op_promote_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void op_worker_promotable_begin(op_task_t *task, op_queue_t *queue, int nice) {
+    op_worker *worker = op_tls_worker;
+    if (!worker) return;
+    /* relaxed: read by promoters after their seq_cst load of `body` below (which they then
+     * compare-and-swap): a stale queue only makes a promoter look at a body once too often. */
+    atomic_store_explicit(&worker->body_queue, queue, memory_order_relaxed);
+    worker->body_nice = nice;
+    /* seq_cst: the Dekker pairs of promotion.c (a promoter changes the task's word or its
+     * queue's `promo`, then loads `body`; we store, then read those). */
+    atomic_store_explicit(&worker->body, (uintptr_t)task, memory_order_seq_cst);
+}
+
+void op_worker_promotable_nice(int nice) {
+    op_worker *worker = op_tls_worker;
+    if (worker) worker->body_nice = nice;
+}
+
+void op_worker_promotable_end(void) {
+    op_worker *worker = op_tls_worker;
+    if (!worker) return;
+    /* relaxed first look; the compare-and-swap decides. */
+    uintptr_t body = atomic_load_explicit(&worker->body, memory_order_relaxed);
+    for (;;) {
+        if (OP_UNLIKELY(body & OP_BODY_BUSY)) {
+            /* A promoter is renicing us: one system call, wait for it. */
+            op_cpu_relax();
+            body = atomic_load_explicit(&worker->body, memory_order_relaxed);
+            continue;
+        }
+        /* acquire: the promoter's release (its APPLIED) before we undo what it did. */
+        if (atomic_compare_exchange_weak_explicit(&worker->body, &body, 0, memory_order_acquire,
+                                                  memory_order_relaxed)) {
+            break;
+        }
+    }
+    if (OP_UNLIKELY(body & OP_BODY_APPLIED)) op_nice_set_current_thread(worker->body_nice);
+}
+
+/* Raises `worker`'s running body of `task` (or of `queue`) to `nice`; true when it did. Under
+ * op_promote_lock. */
+static bool op_promote_worker(op_worker *worker, op_task_t *task, op_queue_t *queue, int nice) {
+    /* seq_cst: the other half of the Dekker pairs in op_worker_promotable_begin. */
+    uintptr_t body = atomic_load_explicit(&worker->body, memory_order_seq_cst);
+    uintptr_t running = body & ~(uintptr_t)(OP_BODY_BUSY | OP_BODY_APPLIED);
+    if (running == 0) return false;
+    if (task ? running != (uintptr_t)task
+             : atomic_load_explicit(&worker->body_queue, memory_order_relaxed) != queue) {
+        return false;
+    }
+    /* acquire: the worker's body_nice and tid. The BUSY bit keeps the body from ending (its
+     * thread waits for us in op_worker_promotable_end) until we are done. */
+    if (!atomic_compare_exchange_strong_explicit(&worker->body, &body, body | OP_BODY_BUSY,
+                                                 memory_order_acquire, memory_order_relaxed)) {
+        return false; /* the body ended or changed meanwhile */
+    }
+    int tid = atomic_load_explicit(&worker->tid, memory_order_relaxed);
+    bool raised = false;
+    if (tid != 0) {
+        errno = 0;
+        int current = getpriority(PRIO_PROCESS, (id_t)tid);
+        if (!(current == -1 && errno != 0) && nice < current) {
+            raised = op_nice_set_thread(tid, nice) == 0;
+        }
+    }
+    /* release: the renice before the worker, which acquires the word, undoes it. */
+    atomic_store_explicit(&worker->body, body | (raised ? OP_BODY_APPLIED : 0),
+                          memory_order_release);
+    return raised;
+}
+
+static int op_promote_pool(op_pool *pool, op_task_t *task, op_queue_t *queue, int nice) {
+    if (!pool) return 0;
+    int raised = 0;
+    for (int i = 0; i < pool->size; i++) {
+        raised += op_promote_worker(&pool->workers[i], task, queue, nice);
+    }
+    pthread_mutex_lock(&pool->spares_lock);
+    for (op_worker *spare = pool->spares; spare; spare = spare->next_spare) {
+        raised += op_promote_worker(spare, task, queue, nice);
+    }
+    pthread_mutex_unlock(&pool->spares_lock);
+    return raised;
+}
+
+int op_pool_promote_running(op_task_t *task, op_queue_t *queue, int nice) {
+    int raised = 0;
+    pthread_mutex_lock(&op_promote_lock);
+    for (int qos = 0; qos < OP_QOS_COUNT; qos++) {
+        /* acquire: a published pool's workers array. */
+        raised += op_promote_pool(atomic_load_explicit(&op_pools[qos], memory_order_acquire),
+                                  task, queue, nice);
+    }
+    for (op_pool *pool = atomic_load_explicit(&op_placed_pools, memory_order_acquire); pool;
+         pool = pool->next_placed) {
+        raised += op_promote_pool(pool, task, queue, nice);
+    }
+    pthread_mutex_unlock(&op_promote_lock);
+    return raised;
 }
 
 void op_worker_body_begin(op_token *token) {
@@ -1152,6 +1268,8 @@ static op_pool *op_pool_create(int qos, const op_placement *placement, int fixed
         if (worker->cpu >= 0 && worker->cpu <= pool->max_cpu_id) pool->worker_of_cpu[worker->cpu] = i;
         atomic_init(&worker->wake_word, 0);
         atomic_init(&worker->tid, 0);
+        atomic_init(&worker->body, 0);
+        atomic_init(&worker->body_queue, NULL);
         atomic_init(&worker->class_nice, 0);
         atomic_init(&worker->run, 0);
         op_local_run_queue_init(&worker->local);
@@ -1297,6 +1415,7 @@ static void op_pool_after_fork_in_child(void) {
     memset(&op_tls_drain, 0, sizeof op_tls_drain);
     op_tls_task = NULL;
     op_tls_queue = NULL;
+    pthread_mutex_init(&op_promote_lock, NULL); /* a promoter of the parent may have held it */
     pthread_mutex_unlock(&op_pools_lock);
 }
 

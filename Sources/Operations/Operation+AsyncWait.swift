@@ -26,6 +26,9 @@ extension Operation {
         if !isExecuting, let cycle = reachableDependencyCycle() {
             operationMisuse("await waitUntilFinished() on \(self) would wait forever: dependency cycle \(Operation.describeCycle(cycle))")
         }
+        // No priority inversion: the operation and its dependencies run at least at the
+        // waiting task's priority until they finished.
+        promoteForWaiter(QualityOfService.currentWaiterCoreClass)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             withExtras { $0.finishWaiters.append(continuation) }
             // acquiringAndReleasing: the append is visible to a completion that sees the bit,

@@ -335,6 +335,9 @@ open class Operation: @unchecked Sendable {
         // sees (it does not see Swift's reference counts as synchronising).
         op_task_retain(task)
         defer { op_task_release(task) }
+        // No priority inversion: the operation and its dependencies run at least at the
+        // waiting thread's QoS until they finished (the core raises the operation itself too).
+        if !op_task_is_finished(task) { promoteForWaiter(op_current_thread_qos()) }
         // Wait in slices; while blocked, look for a dependency cycle (D4) that would make the
         // wait endless, and report it instead of hanging silently.
         while op_task_wait(task, Operation.cycleCheckIntervalNs) == ETIMEDOUT {

@@ -18,6 +18,13 @@ extension OperationQueue {
         if op_queue_unfinished(core) != 0 && !isSuspended, let cycle = dependencyCycleHoldingEveryOperation() {
             operationMisuse("await waitUntilAllOperationsAreFinished() on \(self) would wait forever: dependency cycle \(Operation.describeCycle(cycle))")
         }
+        // No priority inversion: the queue's operations run at least at the waiting task's
+        // priority until the wait ends.
+        let waiter = QualityOfService.currentWaiterCoreClass
+        let promoted = op_runtime_qos_promotion() && waiter.rawValue > op_queue_effective_qos(core).rawValue
+            && op_queue_unfinished(core) != 0
+        if promoted { _ = op_queue_promote(core, waiter) }
+        defer { if promoted { op_queue_unpromote(core, waiter) } }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let box = Unmanaged.passRetained(IdleWaiter(continuation)).toOpaque()
             let rc = op_queue_notify_idle(core, resumeIdleWaiter, box)

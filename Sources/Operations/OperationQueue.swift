@@ -105,8 +105,16 @@ open class OperationQueue: @unchecked Sendable {
     /// executing or finished traps with a message naming it.
     open func addOperation(_ operation: Operation) {
         operation.claimForQueue(self)
+        promoteDependencies(of: operation)
         let rc = op_queue_submit(core, operation.task)
         if rc != 0 { operationMisuse("\(operation) could not be added to \(self) (core error \(rc))") }
+    }
+
+    /// No priority inversion: the unfinished dependencies of an operation added here (and
+    /// theirs) run at least at its QoS until they finished.
+    func promoteDependencies(of operation: Operation) {
+        guard op_runtime_qos_promotion(), !operation.dependencies.isEmpty else { return }
+        operation.promoteDependencies(to: operation.requestedCoreQoS(on: core))
     }
 
     /// Adds a closure as a `BlockOperation` that reports the queue's `qualityOfService` (Q10).
@@ -140,7 +148,10 @@ open class OperationQueue: @unchecked Sendable {
         for operation in operations where !seen.insert(ObjectIdentifier(operation)).inserted {
             operationMisuse("\(operation) appears twice in addOperations(_:waitUntilFinished:) on \(self)")
         }
-        for operation in operations { operation.claimForQueue(self) }
+        for operation in operations {
+            operation.claimForQueue(self)
+            promoteDependencies(of: operation)
+        }
         let tasks: [OpaquePointer?] = operations.map { $0.task }
         let rc = tasks.withUnsafeBufferPointer { op_queue_submit_batch(core, $0.baseAddress, $0.count) }
         if rc != 0 { operationMisuse("addOperations(_:waitUntilFinished:) on \(self) failed (core error \(rc))") }

@@ -56,7 +56,11 @@ struct UnprivilegedNiceTests {
             let want = expectedNice(table, floor: floor, qos: qos, threadPriority: 0.5)
             #expect(values["queue_\(name)_nice"] == "\(want)", "a \(name) queue's body:\n\(result)")
             #expect(values["op_\(name)_nice"] == "\(want)", "a \(name) operation on a default queue:\n\(result)")
-            #expect(values["serial_\(name)_nice"] == "\(want)", "a \(name) operation on a serial queue:\n\(result)")
+            // On the serial queue the userInteractive operation, submitted behind the others
+            // while the queue was suspended, raises every one ahead of it to its class (QoS
+            // promotion): they all run on userInteractive's workers.
+            let serialWant = expectedNice(table, floor: floor, qos: 4, threadPriority: 0.5)
+            #expect(values["serial_\(name)_nice"] == "\(serialWant)", "a \(name) operation on a serial queue:\n\(result)")
             let workers = (values["workers_\(name)"] ?? "").split(separator: ",").map(String.init)
             #expect(!workers.isEmpty && workers.allSatisfy { $0 == "\(want)" }, "\(name) workers: \(workers)\n\(result)")
         }
@@ -73,6 +77,16 @@ struct UnprivilegedNiceTests {
                         "a \(name) body at threadPriority \(Double(percent) / 100):\n\(result)")
             }
         }
+        // QoS promotion without privilege: the queued task moved to userInteractive's workers;
+        // the body running ahead of it kept background's nice value (a thread may not lower
+        // another's), and its thread is at background's value afterwards.
+        #expect(values["promo_queued_nice"] == "\(expectedNice(table, floor: floor, qos: 4, threadPriority: 0.5))",
+                "the promoted queued task:\n\(result)")
+        #expect(values["promo_queued_class"] == "4", "\(result)")
+        #expect(values["promo_held_first"] == "\(table[0])" && values["promo_held_lowest"] == "\(table[0])",
+                "the running body ahead:\n\(result)")
+        #expect(values["promo_held_after"] == "\(table[0])", "\(result)")
+        #expect(values["promo_effective_after"] == "0", "the queue's raise was undone:\n\(result)")
         #expect(values["op_utility_tp_100_nice"] == "\(expectedNice(table, floor: floor, qos: 1, threadPriority: 1))",
                 "\(result)")
     }

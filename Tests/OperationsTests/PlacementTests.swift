@@ -115,7 +115,10 @@ struct RanOn: Sendable, Equatable {
         await completes("the two placed queues") { await b.waitUntilFinished() }
         let seen = places.snapshot
         #expect(seen.map(\.0) == ["placed", "other"])
-        #expect(seen.first?.1 == RanOn(cpus: [cpu], nice: expectedNice(qos)))
+        // `b` (default) depends on `a`: `a` is raised to default when below it (QoS promotion).
+        let raised = qos == .background || qos == .utility
+        #expect(seen.first?.1 == RanOn(cpus: [cpu], nice: expectedNice(raised ? .default : qos)))
+        #expect(a.promotedQualityOfService == (raised ? .default : nil))
         #expect(seen.last?.1 == RanOn(cpus: [cpu], nice: expectedNice(.default)))
     }
 

@@ -11,6 +11,10 @@
  *   op_<q>         a task of class q on a default-QoS queue (every class);
  *   serial_<q>     the same on a serial default-QoS queue (order kept: serial_order);
  *   tp_<c>_<t>     a task of the queue's class c at threadPriority t/100.
+ *   promo_*        QoS promotion: a held body on a background serial queue (promo_held_*: the
+ *                  lowest nice it saw while a task behind it was promoted to userInteractive,
+ *                  and its thread's nice afterwards) and the promoted task (promo_queued_*:
+ *                  its nice, the class it reports).
  * and the nice table, its kind and the floor. Output: "key=value" lines. Exit 0 when every task
  * ran, 2 when one did not, 3 when dropping privilege failed.
  */
@@ -48,6 +52,23 @@ static void record_body(void *context) {
     atomic_store(&record->tid, op_current_thread_id());
     atomic_store(&record->order, atomic_fetch_add(&serial_counter, 1));
     atomic_fetch_add(&record->ran, 1);
+}
+
+/* A body that runs until released (20 s at most), noting the lowest nice it saw. */
+struct held {
+    _Atomic int started, release, first, lowest, tid;
+};
+
+static void held_body(void *context) {
+    struct held *held = context;
+    atomic_store(&held->first, op_current_thread_nice());
+    atomic_store(&held->tid, op_current_thread_id());
+    atomic_store(&held->started, 1);
+    for (int i = 0; i < 20000 && !atomic_load(&held->release); i++) {
+        int nice = op_current_thread_nice();
+        if (nice < atomic_load(&held->lowest)) atomic_store(&held->lowest, nice);
+        usleep(1000);
+    }
 }
 
 static int drop_privilege(void) {
@@ -92,7 +113,10 @@ static int run_one(op_queue_t *queue, const char *key, int qos, double thread_pr
         *keep = task; /* the caller waits */
         return 1;
     }
-    if (op_task_wait(task, WAIT_NS) != 0) {
+    /* Polled, not op_task_wait: a wait that sleeps raises the task to this thread's class
+     * (QoS promotion), and this measures the nice each class runs at on its own. */
+    for (int i = 0; i < 100000 && !op_task_is_finished(task); i++) usleep(200);
+    if (!op_task_is_finished(task)) {
         printf("error=%s did not finish\n", key);
         fflush(stdout);
         _exit(2);
@@ -194,6 +218,36 @@ int main(void) {
             printf("%s%d", i ? "," : "", getpriority(PRIO_PROCESS, (id_t)info.tid));
         }
         printf("\n");
+    }
+    /* QoS promotion without privilege: the queued task moves to userInteractive's workers; the
+     * running body ahead of it cannot be reniced and stays at background's value. */
+    {
+        op_queue_t *queue = op_queue_create("promo", OP_QOS_BACKGROUND, 1);
+        struct held held = {.lowest = 100};
+        op_task_t *gate = op_task_create(held_body, &held, NULL);
+        struct record promoted;
+        op_task_t *task = NULL;
+        op_queue_submit(queue, gate);
+        for (int i = 0; i < 20000 && !atomic_load(&held.started); i++) usleep(1000);
+        ran += run_one(queue, "promo_queued", OP_QOS_INHERIT, 0.5, &promoted, &task);
+        expected++;
+        op_task_promote(task, OP_QOS_USER_INTERACTIVE);
+        usleep(20000); /* a renice would have happened by now */
+        atomic_store(&held.release, 1);
+        if (op_task_wait(task, WAIT_NS) != 0 || op_task_wait(gate, WAIT_NS) != 0) {
+            printf("error=promotion tasks did not finish\n");
+            fflush(stdout);
+            _exit(2);
+        }
+        errno = 0;
+        printf("promo_queued_nice=%d\npromo_queued_class=%d\npromo_held_first=%d\n"
+               "promo_held_lowest=%d\npromo_held_after=%d\npromo_effective_after=%d\n",
+               atomic_load(&promoted.nice), op_task_promoted_qos(task), atomic_load(&held.first),
+               atomic_load(&held.lowest), getpriority(PRIO_PROCESS, (id_t)atomic_load(&held.tid)),
+               (int)op_queue_effective_qos(queue));
+        op_task_release(task);
+        op_task_release(gate);
+        op_queue_release(queue);
     }
     printf("clamped=%d\nran=%d\nexpected=%d\n", op_runtime_nice_clamped() ? 1 : 0, ran, expected);
     fflush(stdout);

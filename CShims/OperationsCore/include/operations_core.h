@@ -64,6 +64,7 @@
  *                            the bad entry; the defaults stay. Unset, and the process may not go
  *                            below the default table (no CAP_SYS_NICE): the table is shifted up
  *                            (op_runtime_nice_table_kind, OP_NICE_TABLE_SHIFTED).
+ *   OPERATIONS_QOS_PROMOTION=off  no QoS promotion (see "QoS promotion" below).
  *   OPERATIONS_NUMA=off      do not use libnuma; pin workers with plain pthread affinity.
  *   OPERATIONS_NICE_WARNINGS=off  do not print the one-line clamp warning on stderr.
  *                            Both are on/off switches, read case-insensitively: off, 0, false,
@@ -253,6 +254,50 @@ int op_task_complete(op_task_t *task);
 /** Blocks until `task` is finished, or timeout_ns passes (OP_WAIT_FOREVER: no limit).
  *  Returns 0, ETIMEDOUT, or EDEADLK when called from the task's own body. */
 int op_task_wait(op_task_t *task, int64_t timeout_ns);
+
+/* ---------------------------------------------------------------------------------------------
+ * QoS promotion (no priority inversion)
+ *
+ * Work that higher-QoS work waits for is raised to the waiter's class until it finished:
+ *   - a task not started yet runs at the raised class (its drainer hands the body to that
+ *     class's workers, hop.c), and its queue runs at that class meanwhile (its waiting slots go
+ *     to that class's workers; on a serial queue so does everything ahead of it: the queue is
+ *     raised as libdispatch raises a queue with a QoS override);
+ *   - a body already running: its thread is reniced to the class's nice value until the body
+ *     returns, then put back exactly — only where the process may lower nice values (CAP_SYS_NICE
+ *     or RLIMIT_NICE, op_runtime_negative_nice_allowed); unprivileged a running body stays at
+ *     its nice value (a thread may not lower another's nice), and only what has not started yet
+ *     moves to the higher class's workers.
+ * op_task_wait and op_queue_wait raise what they wait for to the waiting thread's class
+ * (op_current_thread_qos). A task submitted to a serial queue with a higher QoS than the queue's
+ * raises the queue until it finished. Dependencies are not followed (edges do not keep the
+ * dependencies alive): bindings walk them (the Swift layer does). OPERATIONS_QOS_PROMOTION=off
+ * (read once) turns every promotion off: the calls below then do nothing.
+ * ------------------------------------------------------------------------------------------- */
+
+/** Raises `task` (the caller holds a reference) to at least class `qos` until it finished, as
+ *  described above; never lowers. Returns 0 (also when the task already runs at or above
+ *  `qos`, is finished, or promotion is off) or EINVAL. */
+int op_task_promote(op_task_t *task, op_qos_t qos);
+/** The class the task was promoted to (op_qos_t), or -1 when it was not (also after it
+ *  finished: the value stays readable). */
+int op_task_promoted_qos(const op_task_t *task);
+/** Raises every task of `queue` that has not finished, and the queue's later tasks, to at least
+ *  `qos` until op_queue_unpromote with the same class (counted: each promote needs one
+ *  unpromote). Returns 0 or EINVAL. */
+int op_queue_promote(op_queue_t *queue, op_qos_t qos);
+/** Ends one op_queue_promote(queue, qos). */
+void op_queue_unpromote(op_queue_t *queue, op_qos_t qos);
+/** The class the queue's tasks start at now: its QoS, or the class it is promoted to. */
+op_qos_t op_queue_effective_qos(const op_queue_t *queue);
+/** The QoS class of the calling thread as a waiter: in a task body, the class the task runs at
+ *  (its own, its queue's, or its promotion); on a worker between tasks, its pool's class;
+ *  elsewhere, from the thread's nice value: -4 or lower userInteractive, -3 … -1
+ *  userInitiated, 0 or above background (an ordinary thread has no QoS: its waits raise
+ *  nothing; run the wait in an operation, or a Swift task with a priority, to raise). */
+op_qos_t op_current_thread_qos(void);
+/** Whether QoS promotion is on (OPERATIONS_QOS_PROMOTION, default on). */
+bool op_runtime_qos_promotion(void);
 
 /** The task whose body runs on the calling thread, or NULL. Not retained. */
 op_task_t *op_task_current(void);

@@ -1,0 +1,70 @@
+// Operation+Promotion.swift — QoS promotion (no priority inversion): work that higher-QoS work
+// waits for runs at the waiter's QoS until it finished. The core raises what a blocking wait
+// waits for (op_task_wait, op_queue_wait: the waiting thread's class) and a serial queue's work
+// ahead of a higher-QoS operation; this layer adds what the core cannot see: the async waits
+// (the waiting task's priority) and dependencies (the core's edges do not keep dependencies
+// alive; the operations' `dependencies` lists do). See the article "Priorities, QoS and nice
+// values".
+import OperationsCore
+
+extension Operation {
+    /// The QoS class this operation was raised to because higher-QoS work waited for it (a
+    /// wait, a dependent, or a higher-QoS operation behind it on a serial queue), or `nil` when
+    /// it was not raised. Stays readable after the operation finished.
+    ///
+    /// A raised operation that had not started runs on the workers of that class, at its nice
+    /// value; one that was already running has its thread reniced to that class's nice value
+    /// until its work returns, where the process may lower nice values (`CAP_SYS_NICE`), and
+    /// keeps its nice value otherwise. Not part of Foundation's API.
+    public var promotedQualityOfService: QualityOfService? {
+        let qos = op_task_promoted_qos(task)
+        return qos < 0 ? nil : QualityOfService(coreClass: op_qos_t(UInt32(qos)))
+    }
+
+    /// The most dependencies one promotion walks (transitively), so that a huge graph cannot
+    /// make an add or a wait slow.
+    static let promotionWalkLimit = 4096
+
+    /// Raises the receiver's unfinished dependencies, and theirs, to `qos` (a core class).
+    func promoteDependencies(to qos: op_qos_t) {
+        var seen = Set<ObjectIdentifier>()
+        var pending = dependencies
+        var walked = 0
+        while let operation = pending.popLast(), walked < Operation.promotionWalkLimit {
+            walked += 1
+            guard seen.insert(ObjectIdentifier(operation)).inserted,
+                  !op_task_is_finished(operation.task) else { continue }
+            _ = op_task_promote(operation.task, qos)
+            pending.append(contentsOf: operation.dependencies)
+        }
+    }
+
+    /// The class the receiver asks for on `queue` (its own, or the queue's), as a core class.
+    func requestedCoreQoS(on queue: OpaquePointer?) -> op_qos_t {
+        let own = op_task_qos(task)
+        if own >= 0 { return op_qos_t(UInt32(own)) }
+        return queue.map { op_queue_effective_qos($0) } ?? OP_QOS_DEFAULT
+    }
+
+    /// Before a wait from a thread or task of class `qos`: raises the receiver and its
+    /// dependencies to it (the core raises the receiver itself again when a blocking wait
+    /// sleeps; raising it here first also covers the async waits).
+    func promoteForWaiter(_ qos: op_qos_t) {
+        guard op_runtime_qos_promotion(), !op_task_is_finished(task) else { return }
+        _ = op_task_promote(task, qos)
+        if !dependencies.isEmpty { promoteDependencies(to: qos) }
+    }
+}
+
+extension QualityOfService {
+    /// The core class of the calling async task's priority as a waiter (its thread's class
+    /// outside a task). `.medium` and unspecified priorities, what a task gets when nobody chose
+    /// one, raise nothing (background), as an ordinary thread's waits raise nothing.
+    static var currentWaiterCoreClass: op_qos_t {
+        guard let priority = withUnsafeCurrentTask(body: { $0?.priority }) else {
+            return op_current_thread_qos()
+        }
+        let qos = QualityOfService(priority)
+        return qos == .default ? OP_QOS_BACKGROUND : qos.coreClass
+    }
+}

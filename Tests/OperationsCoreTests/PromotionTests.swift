@@ -1,0 +1,214 @@
+// PromotionTests.swift — QoS promotion (issue 23 part 2): work that higher-QoS work waits for
+// runs at the waiter's class until it finished, and goes back exactly afterwards. In-process,
+// with whatever privilege the test run has: a running body is raised only where the process may
+// lower nice values (checked with op_runtime_lowest_nice); the unprivileged case runs for real in
+// a child (UnprivilegedNiceTests, Tests/Probes/unprivileged_nice_probe.c).
+//
+// One serialized suite with the process to itself: it reads the nice values of workers.
+import Glibc
+import OperationsCore
+import Synchronization
+import Testing
+
+/// What a body saw: the nice values it ran at (first and lowest, while it was held), its thread.
+private final class PromotionRecord: Sendable {
+    let firstNice = Atomic<Int32>(Int32.min)
+    let lowestNice = Atomic<Int32>(Int32.max)
+    let tid = Atomic<Int32>(0)
+    let started = Atomic<Bool>(false)
+    let release = Atomic<Bool>(false)
+    let finished = Atomic<Bool>(false)
+    let waitResult = Atomic<Int32>(-1)
+    nonisolated(unsafe) var target: OpaquePointer? // the task or queue a waiter body waits for
+    init() {}
+}
+
+/// Records its nice, then, until released (at most Limits.waitNs), keeps recording the lowest.
+private let heldBody: TaskBody = { context in
+    let record = contextObject(context, as: PromotionRecord.self)
+    let nice = op_current_thread_nice()
+    record.firstNice.store(nice, ordering: .relaxed)
+    record.lowestNice.store(nice, ordering: .relaxed)
+    record.tid.store(op_current_thread_id(), ordering: .relaxed)
+    record.started.store(true, ordering: .releasing)
+    let start = monotonicNs()
+    while !record.release.load(ordering: .acquiring) && monotonicNs() - start < Limits.waitNs {
+        record.lowestNice.min(op_current_thread_nice(), ordering: .relaxed)
+        sleepNs(1_000_000)
+    }
+    record.lowestNice.min(op_current_thread_nice(), ordering: .relaxed)
+    record.finished.store(true, ordering: .releasing)
+}
+
+private let waitTaskBody: TaskBody = { context in
+    let record = contextObject(context, as: PromotionRecord.self)
+    record.started.store(true, ordering: .releasing)
+    record.waitResult.store(op_task_wait(record.target, Limits.waitNs), ordering: .relaxed)
+}
+
+private let waitQueueBody: TaskBody = { context in
+    let record = contextObject(context, as: PromotionRecord.self)
+    record.started.store(true, ordering: .releasing)
+    record.waitResult.store(op_queue_wait(record.target, Limits.waitNs), ordering: .relaxed)
+}
+
+/// Polls `condition` until true or the deadline; false on timeout.
+private func promotionEventually(_ seconds: Double = Limits.waitSeconds, _ condition: () -> Bool) -> Bool {
+    let start = monotonicNs()
+    while !condition() {
+        if secondsSince(start) > seconds { return false }
+        sleepNs(200_000)
+    }
+    return true
+}
+
+private func classNice(_ qos: op_qos_t) -> Int32 { op_runtime_nice_for(qos, 0.5) }
+/// Whether this process may raise a running body of class `from` to `to` (renice another thread).
+private func canRaiseRunning(to qos: op_qos_t) -> Bool { op_runtime_lowest_nice() <= classNice(qos) }
+
+@Suite(.needsQuietProcess, .serialized)
+struct PromotionTests {
+    init() {
+        #expect(op_runtime_qos_promotion(), "OPERATIONS_QOS_PROMOTION is off for the test run")
+    }
+
+    /// A queued task promoted to userInteractive runs at that class's nice value, on its
+    /// workers; its queue runs at that class meanwhile (the running body ahead of it is reniced
+    /// where the process may) and goes back to its own class when the task finished; the
+    /// thread that ran the held body is back at its class's nice value.
+    @Test func queuedTaskPromotedRunsAtRaisedClassAndEverythingGoesBack() throws {
+        let queue = try makeQueue("promote-queued", qos: OP_QOS_BACKGROUND, width: 1)
+        defer { op_queue_release(queue) }
+        let gate = PromotionRecord(), promoted = PromotionRecord()
+        let gateTask = try makeTask(heldBody, contextPointer(gate))
+        let task = try makeTask(heldBody, contextPointer(promoted))
+        defer { op_task_release(gateTask); op_task_release(task) }
+        promoted.release.store(true, ordering: .releasing)
+        #expect(op_queue_submit(queue, gateTask) == 0)
+        try #require(eventually { gate.started.load(ordering: .acquiring) }, "the held body never started")
+        #expect(op_queue_submit(queue, task) == 0)
+        #expect(op_task_promoted_qos(task) == -1)
+        #expect(op_task_promote(task, OP_QOS_USER_INTERACTIVE) == 0)
+        #expect(op_task_promoted_qos(task) == Int32(OP_QOS_USER_INTERACTIVE.rawValue))
+        #expect(op_queue_effective_qos(queue) == OP_QOS_USER_INTERACTIVE)
+        #expect(op_queue_qos(queue) == OP_QOS_BACKGROUND, "the queue's own QoS is unchanged")
+        if canRaiseRunning(to: OP_QOS_USER_INTERACTIVE) {
+            #expect(eventually { gate.lowestNice.load(ordering: .relaxed) == classNice(OP_QOS_USER_INTERACTIVE) },
+                    "the running body ahead was not reniced: lowest \(gate.lowestNice.load(ordering: .relaxed))")
+        }
+        gate.release.store(true, ordering: .releasing)
+        #expect(op_task_wait(task, Limits.waitNs) == 0)
+        #expect(op_task_wait(gateTask, Limits.waitNs) == 0)
+        #expect(promoted.firstNice.load(ordering: .relaxed) == classNice(OP_QOS_USER_INTERACTIVE),
+                "the promoted body ran at nice \(promoted.firstNice.load(ordering: .relaxed))")
+        #expect(gate.firstNice.load(ordering: .relaxed) == classNice(OP_QOS_BACKGROUND))
+        #expect(op_queue_effective_qos(queue) == OP_QOS_BACKGROUND, "the queue's raise was not undone")
+        let tid = gate.tid.load(ordering: .relaxed)
+        #expect(promotionEventually(5) { niceOfThread(tid) == classNice(OP_QOS_BACKGROUND) },
+                "the held body's worker stayed at nice \(String(describing: niceOfThread(tid)))")
+        #expect(op_task_promoted_qos(task) == Int32(OP_QOS_USER_INTERACTIVE.rawValue), "still reported after it finished")
+    }
+
+    /// op_task_wait from a userInteractive body raises the queued task it waits for.
+    @Test func waitFromHigherClassBodyPromotesTheAwaitedTask() throws {
+        let low = try makeQueue("promote-wait-low", qos: OP_QOS_BACKGROUND, width: 1)
+        let high = try makeQueue("promote-wait-high", qos: OP_QOS_USER_INTERACTIVE)
+        defer { op_queue_release(low); op_queue_release(high) }
+        let gate = PromotionRecord(), awaited = PromotionRecord(), waiter = PromotionRecord()
+        let gateTask = try makeTask(heldBody, contextPointer(gate))
+        let task = try makeTask(heldBody, contextPointer(awaited))
+        awaited.release.store(true, ordering: .releasing)
+        waiter.target = task
+        let waiterTask = try makeTask(waitTaskBody, contextPointer(waiter))
+        defer { op_task_release(gateTask); op_task_release(task); op_task_release(waiterTask) }
+        #expect(op_queue_submit(low, gateTask) == 0)
+        try #require(eventually { gate.started.load(ordering: .acquiring) })
+        #expect(op_queue_submit(low, task) == 0)
+        #expect(op_queue_submit(high, waiterTask) == 0)
+        let raised = eventually { op_task_promoted_qos(task) == Int32(OP_QOS_USER_INTERACTIVE.rawValue) }
+        gate.release.store(true, ordering: .releasing)
+        #expect(raised, "the wait did not raise the task it waits for")
+        #expect(op_task_wait(waiterTask, Limits.waitNs) == 0)
+        #expect(waiter.waitResult.load(ordering: .relaxed) == 0)
+        #expect(awaited.firstNice.load(ordering: .relaxed) == classNice(OP_QOS_USER_INTERACTIVE))
+        #expect(op_queue_effective_qos(low) == OP_QOS_BACKGROUND)
+    }
+
+    /// A userInteractive task added to a background serial queue raises those ahead of it (they
+    /// report it); the task itself reports no promotion; the queue goes back afterwards.
+    @Test func higherClassTaskOnSerialQueueRaisesThoseAhead() throws {
+        let queue = try makeQueue("promote-serial", qos: OP_QOS_BACKGROUND, width: 1)
+        defer { op_queue_release(queue) }
+        let gate = PromotionRecord(), middle = PromotionRecord(), high = PromotionRecord()
+        let gateTask = try makeTask(heldBody, contextPointer(gate))
+        let middleTask = try makeTask(heldBody, contextPointer(middle))
+        let highTask = try makeTask(heldBody, contextPointer(high), qos: qosAttr(OP_QOS_USER_INTERACTIVE))
+        defer { op_task_release(gateTask); op_task_release(middleTask); op_task_release(highTask) }
+        middle.release.store(true, ordering: .releasing)
+        high.release.store(true, ordering: .releasing)
+        #expect(op_queue_submit(queue, gateTask) == 0)
+        try #require(eventually { gate.started.load(ordering: .acquiring) })
+        #expect(op_queue_submit(queue, middleTask) == 0)
+        #expect(op_queue_effective_qos(queue) == OP_QOS_BACKGROUND)
+        #expect(op_queue_submit(queue, highTask) == 0)
+        #expect(op_queue_effective_qos(queue) == OP_QOS_USER_INTERACTIVE)
+        gate.release.store(true, ordering: .releasing)
+        #expect(op_task_wait(highTask, Limits.waitNs) == 0)
+        #expect(middle.firstNice.load(ordering: .relaxed) == classNice(OP_QOS_USER_INTERACTIVE))
+        #expect(op_task_promoted_qos(middleTask) == Int32(OP_QOS_USER_INTERACTIVE.rawValue))
+        #expect(op_task_promoted_qos(highTask) == -1)
+        #expect(high.firstNice.load(ordering: .relaxed) == classNice(OP_QOS_USER_INTERACTIVE))
+        #expect(op_queue_effective_qos(queue) == OP_QOS_BACKGROUND)
+    }
+
+    /// op_queue_wait from a userInteractive body raises the queue while it waits, and only then.
+    @Test func queueWaitFromHigherClassRaisesTheQueueUntilItReturns() throws {
+        let low = try makeQueue("promote-queue-wait", qos: OP_QOS_BACKGROUND, width: 1)
+        let high = try makeQueue("promote-queue-waiter", qos: OP_QOS_USER_INTERACTIVE)
+        defer { op_queue_release(low); op_queue_release(high) }
+        let gate = PromotionRecord(), queued = PromotionRecord(), waiter = PromotionRecord()
+        let gateTask = try makeTask(heldBody, contextPointer(gate))
+        let task = try makeTask(heldBody, contextPointer(queued))
+        queued.release.store(true, ordering: .releasing)
+        waiter.target = low
+        let waiterTask = try makeTask(waitQueueBody, contextPointer(waiter))
+        defer { op_task_release(gateTask); op_task_release(task); op_task_release(waiterTask) }
+        #expect(op_queue_submit(low, gateTask) == 0)
+        try #require(eventually { gate.started.load(ordering: .acquiring) })
+        #expect(op_queue_submit(low, task) == 0)
+        #expect(op_queue_submit(high, waiterTask) == 0)
+        let raised = eventually { op_queue_effective_qos(low) == OP_QOS_USER_INTERACTIVE }
+        if raised && canRaiseRunning(to: OP_QOS_USER_INTERACTIVE) {
+            #expect(eventually { gate.lowestNice.load(ordering: .relaxed) == classNice(OP_QOS_USER_INTERACTIVE) },
+                    "the running body was not reniced")
+        }
+        gate.release.store(true, ordering: .releasing)
+        #expect(raised, "the queue wait did not raise the queue")
+        #expect(op_task_wait(waiterTask, Limits.waitNs) == 0)
+        #expect(waiter.waitResult.load(ordering: .relaxed) == 0)
+        #expect(queued.firstNice.load(ordering: .relaxed) == classNice(OP_QOS_USER_INTERACTIVE))
+        #expect(op_queue_effective_qos(low) == OP_QOS_BACKGROUND, "the wait's raise was not undone")
+        let tid = gate.tid.load(ordering: .relaxed)
+        #expect(promotionEventually(5) { niceOfThread(tid) == classNice(OP_QOS_BACKGROUND) },
+                "the raised worker stayed at nice \(String(describing: niceOfThread(tid)))")
+    }
+
+    /// The waiter's class: a body's own class, a plain thread's from its nice value.
+    @Test func currentThreadQoS() throws {
+        let queue = try makeQueue("promote-current", qos: OP_QOS_UTILITY)
+        defer { op_queue_release(queue) }
+        final class Seen: Sendable { let qos = Atomic<UInt32>(99) }
+        let seen = Seen()
+        let task = try makeTask({ context in
+            contextObject(context, as: Seen.self).qos.store(op_current_thread_qos().rawValue, ordering: .relaxed)
+        }, contextPointer(seen))
+        defer { op_task_release(task) }
+        #expect(op_queue_submit(queue, task) == 0)
+        #expect(op_task_wait(task, Limits.waitNs) == 0)
+        #expect(seen.qos.load(ordering: .relaxed) == OP_QOS_UTILITY.rawValue)
+        let nice = op_current_thread_nice()
+        // An ordinary thread has no QoS (background: it raises nothing) unless reniced below 0.
+        let expected = nice <= -4 ? OP_QOS_USER_INTERACTIVE : nice < 0 ? OP_QOS_USER_INITIATED : OP_QOS_BACKGROUND
+        #expect(op_current_thread_qos() == expected)
+    }
+}

@@ -1,0 +1,72 @@
+// PromotionTests.swift — QoS promotion at the Swift layer (issue 23 part 2): an operation that
+// higher-QoS work waits for or depends on runs at that QoS, reports it in
+// `promotedQualityOfService`, and shows the raised nice value inside its work. Not a behaviour
+// test: Foundation has no `promotedQualityOfService` (and on Linux no promotion).
+//
+// The suite has the process to itself (.needsQuietProcess): it reads nice values of bodies.
+import Operations
+import OperationsCore
+import Testing
+
+@Suite(.needsQuietProcess, .serialized) struct PromotionTests {
+    /// A background operation held behind another on a serial queue, that a userInteractive
+    /// operation depends on, runs at userInteractive's nice value and reports the promotion;
+    /// the dependent reports none, and an unrelated operation stays unpromoted.
+    @Test func dependencyOfHigherQoSOperationRunsAtItsQoS() {
+        let low = OperationQueue()
+        low.qualityOfService = .background
+        low.maxConcurrentOperationCount = 1
+        let high = OperationQueue()
+        high.qualityOfService = .userInteractive
+        let gate = Latch(), holding = Latch()
+        low.addOperation {
+            holding.arrive()
+            _ = gate.wait(seconds: Limits.waitSeconds)
+        }
+        #expect(holding.wait(seconds: Limits.waitSeconds), "the holder never started")
+        let seen = Locked<Int32>(Int32.min)
+        let dependency = BlockOperation { seen.withLock { $0 = threadNice() } }
+        dependency.qualityOfService = .background
+        let unrelated = BlockOperation {}
+        low.addOperation(dependency)
+        low.addOperation(unrelated)
+        #expect(dependency.promotedQualityOfService == nil)
+        let dependent = BlockOperation {}
+        dependent.addDependency(dependency)
+        high.addOperation(dependent)
+        #expect(dependency.promotedQualityOfService == .userInteractive)
+        gate.open()
+        dependent.waitUntilFinished()
+        low.waitUntilAllOperationsAreFinished()
+        #expect(seen.withLock { $0 } == expectedNice(.userInteractive),
+                "the promoted dependency ran at nice \(seen.withLock { $0 })")
+        #expect(dependency.promotedQualityOfService == .userInteractive, "still reported after it finished")
+        #expect(dependent.promotedQualityOfService == nil)
+    }
+
+    /// `await waitUntilFinished()` from a userInteractive task raises a queued background
+    /// operation to userInteractive.
+    @Test func asyncWaitFromHighPriorityTaskRaisesTheOperation() async {
+        let low = OperationQueue()
+        low.qualityOfService = .background
+        low.maxConcurrentOperationCount = 1
+        let gate = Latch(), holding = Latch()
+        low.addOperation {
+            holding.arrive()
+            _ = gate.wait(seconds: Limits.waitSeconds)
+        }
+        #expect(holding.wait(seconds: Limits.waitSeconds), "the holder never started")
+        let seen = Locked<Int32>(Int32.min)
+        let awaited = BlockOperation { seen.withLock { $0 = threadNice() } }
+        low.addOperation(awaited)
+        let waiter = Task(priority: TaskPriority(.userInteractive)) { await awaited.waitUntilFinished() }
+        let deadline = ContinuousClock.now + .seconds(Limits.waitSeconds)
+        while awaited.promotedQualityOfService == nil && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        gate.open()
+        await waiter.value
+        #expect(awaited.promotedQualityOfService == .userInteractive)
+        #expect(seen.withLock { $0 } == expectedNice(.userInteractive))
+    }
+}
