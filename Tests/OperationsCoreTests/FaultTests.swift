@@ -76,6 +76,14 @@ struct FaultTests {
         #expect(result.exitCode == 0, "\(result)")
         let width = try #require(Int(result.values["width"] ?? ""), "\(result)")
         let most = try #require(Int(result.values["most"] ?? ""), "\(result)")
+        // On a machine loaded by other processes (a thread computing alone got under 70 % of its
+        // CPU before the runtime started) the bodies get little CPU too, and the monitor rightly
+        // takes them for asleep: the heuristic is not judged then (said, not failed).
+        let share = Int(result.values["machine_share"] ?? "") ?? 1000
+        if share < 700 {
+            print("[unreadableProcDoesNotTakeComputingBodiesForBlocked] not judged: a computing thread got \(share / 10) % of its CPU before the runtime started (the machine is loaded); most=\(most) spares_peak=\(result.values["spares_peak"] ?? "?")")
+            return
+        }
         #expect(most <= width, "\(most) computing bodies ran at once on a queue of width \(width):\n\(result)")
         #expect(result.values["spares_peak"] == "0", "\(result)")
     }
