@@ -34,7 +34,14 @@ extension Operation {
             walked += 1
             guard seen.insert(ObjectIdentifier(operation)).inserted,
                   !op_task_is_finished(operation.task) else { continue }
+            let before = op_task_promoted_qos(operation.task)
             _ = op_task_promote(operation.task, qos)
+            // Only a dependency this raised leads further: one that already runs at the class
+            // (its own QoS, its queue's, or an earlier raise) raised its own dependencies when it
+            // was added or raised. So adding each operation of a long chain of one class walks
+            // nothing (it walked the whole chain, up to the limit, for every addition: a chain of
+            // 10^5 took minutes to add).
+            guard op_task_promoted_qos(operation.task) != before else { continue }
             pending.append(contentsOf: operation.dependencies)
         }
     }
