@@ -61,7 +61,9 @@ void op_task_init(op_task_t *task, op_task_fn fn, void *context, const op_task_a
     task->barrier_seq = 0;
     task->priority = (uint8_t)attr->priority;
     task->qos = (int8_t)attr->qos;
-    task->nice_delta = (int8_t)lround((0.5 - attr->thread_priority) * 10.0);
+    /* The default (0.5) without a call to lround. */
+    task->nice_delta = attr->thread_priority == 0.5 ? 0
+                       : (int8_t)lround((0.5 - attr->thread_priority) * 10.0);
     task->flags = (uint8_t)attr->flags;
     if (attr->on_finish) {
         op_task_ext *ext = malloc(sizeof *ext);

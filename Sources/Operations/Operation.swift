@@ -248,6 +248,9 @@ open class Operation: @unchecked Sendable {
     /// ready, that already started, or that is in a queue (the queue starts it) is a
     /// programmer error and traps with a message naming the operation.
     open func start() {
+        // A plain BlockOperation that uses none of the rare features: the same effects with
+        // fewer steps (Operation+PlainRun.swift); anything else, and every misuse, below.
+        if isPlainBlockOperation && startPlainByHand() { return }
         guard beginExecuting() else { return }
         let threadPriority = self.threadPriority
         var previousNice = OP_NICE_UNCHANGED
