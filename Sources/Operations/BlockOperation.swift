@@ -39,8 +39,7 @@ open class BlockOperation: Operation, @unchecked Sendable {
                 firstBlock = block
                 return false
             }
-            let extras = lockedExtras ?? makeExtrasLocked()
-            extras.moreBlocks.append(block)
+            (lockedExtrasReference ?? makeExtrasLocked())._withUnsafeGuaranteedRef { $0.moreBlocks.append(block) }
             return true
         }
         if several { state.bitwiseOr(State.severalBlocks, ordering: .releasing) }
