@@ -102,12 +102,15 @@ open class Operation: @unchecked Sendable {
         // finished), and the operation, not the body's return, says when it is finished.
         attributes.flags = UInt32(OP_TASK_RUN_WHEN_CANCELLED) | UInt32(OP_TASK_MANUAL_COMPLETION)
             | UInt32(OP_TASK_BODY_APPLIES_THREAD_PRIORITY)
-        guard let task = op_task_create(operationTaskBody, nil, &attributes) else {
+        // Empty until the task exists, so the task is created with its context (no
+        // op_task_set_context call); nothing reads the word before init returns.
+        self.stateWord = Atomic(0)
+        guard let task = op_task_create(operationTaskBody, Unmanaged.passUnretained(self).toOpaque(), &attributes) else {
             fatalError("Operation.init: the core could not create a task (out of memory)")
         }
         // The task, or (an address with high bits set) extras holding it: OperationStateBits.
-        self.stateWord = Atomic(OperationStateBits.initialPart(task: task))
-        op_task_set_context(task, Unmanaged.passUnretained(self).toOpaque())
+        // relaxed: the operation is published by whoever receives it from init.
+        stateWord.store(OperationStateBits.initialPart(task: task), ordering: .relaxed)
     }
 
     /// Runs `body` on the extras under the operation's lock, creating them first.
