@@ -53,14 +53,13 @@ static op_task_t *op_registry_compact_locked(op_queue_t *queue) {
     /* acquire: we see every pushed task's fields (pairs with the release push). */
     op_task_t *list = atomic_exchange_explicit(&queue->registry_head, NULL, memory_order_acquire);
     op_task_t *keep_head = NULL, *keep_tail = NULL, *removed = NULL;
-    uint64_t kept = 0;
+    uint64_t kept = 0, removed_count = 0;
     while (list) {
         op_task_t *next = list->registry_next;
         if (atomic_load_explicit(&list->state, memory_order_acquire) & OP_STATE_FINISHED) {
             list->registry_next = removed;
             removed = list;
-            /* relaxed: counted under the lock, read by op_registry_compact_now after it. */
-            atomic_fetch_add_explicit(&queue->releasing, 1, memory_order_relaxed);
+            removed_count++;
         } else {
             list->registry_next = NULL;
             if (keep_tail) keep_tail->registry_next = list; else keep_head = list;
@@ -69,6 +68,9 @@ static op_task_t *op_registry_compact_locked(op_queue_t *queue) {
         }
         list = next;
     }
+    /* relaxed: counted under the lock (once for the batch, not once per task), read by
+     * op_registry_compact_now after it. */
+    if (removed_count) atomic_fetch_add_explicit(&queue->releasing, removed_count, memory_order_relaxed);
     /* relaxed: a heuristic threshold; no data is published through these. */
     atomic_store_explicit(&queue->registry_kept, kept, memory_order_relaxed);
     atomic_store_explicit(&queue->registry_finishes_at_compaction,
@@ -117,6 +119,9 @@ static void op_registry_release_removed(op_queue_t *queue, op_task_t *removed) {
     unsigned in_slice = 0;
     while (removed) {
         if (++in_slice > OP_RELEASE_SLICE) {
+            /* release: a waiter that sees the count drop sees the contexts released. Once per
+             * slice, not once per task: a waiter waits for the whole batch anyway. */
+            atomic_fetch_sub_explicit(&queue->releasing, in_slice - 1, memory_order_release);
             in_slice = 1;
             /* Tidying at background class: whoever waits for this CPU runs first. */
             if (op_maintenance_is_current()) sched_yield();
@@ -125,10 +130,9 @@ static void op_registry_release_removed(op_queue_t *queue, op_task_t *removed) {
         OP_RACE_WINDOW("registry: before releasing a finished context");
         if (release) release(op_task_user_context(removed));
         op_task_release(removed);
-        /* release: a waiter that sees the count drop sees the context released. */
-        atomic_fetch_sub_explicit(&queue->releasing, 1, memory_order_release);
         removed = next;
     }
+    atomic_fetch_sub_explicit(&queue->releasing, in_slice, memory_order_release);
     op_tls_release_batches = batch.outer;
 }
 

@@ -61,7 +61,9 @@ void op_task_init(op_task_t *task, op_task_fn fn, void *context, const op_task_a
     task->barrier_seq = 0;
     task->priority = (uint8_t)attr->priority;
     task->qos = (int8_t)attr->qos;
-    task->nice_delta = (int8_t)lround((0.5 - attr->thread_priority) * 10.0);
+    /* The default (0.5) without a call to lround. */
+    task->nice_delta = attr->thread_priority == 0.5 ? 0
+                       : (int8_t)lround((0.5 - attr->thread_priority) * 10.0);
     task->flags = (uint8_t)attr->flags;
     if (attr->on_finish) {
         op_task_ext *ext = malloc(sizeof *ext);
@@ -80,9 +82,11 @@ void op_task_retain(op_task_t *task) {
 
 static void op_task_destroy(op_task_t *task) {
     /* A dependency released without ever finishing: its dependents stay blocked (as with
-     * Foundation, they wait for it forever), but the edges' references are returned. */
-    op_edge *list = atomic_exchange_explicit(&task->dependents, OP_EDGES_CLOSED,
-                                             memory_order_acquire);
+     * Foundation, they wait for it forever), but the edges' references are returned. A load,
+     * not an exchange: only a holder of a reference pushes onto the list (add_dependency's
+     * caller holds the dependency), so nothing does once the last one is gone; acquire (with
+     * the acq_rel decrement before it) sees the edges pushed. */
+    op_edge *list = atomic_load_explicit(&task->dependents, memory_order_acquire);
     while (list && list != OP_EDGES_CLOSED) {
         op_edge *next = list->next_in_dependency;
         op_task_release(list->dependent);

@@ -18,8 +18,16 @@ open class BlockOperation: Operation, @unchecked Sendable {
     /// An operation with one closure.
     public convenience init(block: @escaping @Sendable () -> Void) {
         self.init()
+        // The old value (nil unless a subclass's init() added a block) is released after the
+        // store, out of line: assigning over it directly costs a retain and a release of self.
+        let old = firstBlock
         firstBlock = block
+        BlockOperation.drop(old)
     }
+
+    /// Releases a block (see `init(block:)`).
+    @inline(never)
+    private static func drop(_ block: __owned (@Sendable () -> Void)?) {}
 
     /// Adds a closure. Adding one after the operation started traps.
     open func addExecutionBlock(_ block: @escaping @Sendable () -> Void) {
@@ -31,8 +39,7 @@ open class BlockOperation: Operation, @unchecked Sendable {
                 firstBlock = block
                 return false
             }
-            let extras = lockedExtras ?? makeExtrasLocked()
-            extras.moreBlocks.append(block)
+            (lockedExtrasReference ?? makeExtrasLocked())._withUnsafeGuaranteedRef { $0.moreBlocks.append(block) }
             return true
         }
         if several { state.bitwiseOr(State.severalBlocks, ordering: .releasing) }

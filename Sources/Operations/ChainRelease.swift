@@ -8,8 +8,9 @@ import Glibc
 enum ChainRelease {
     /// The lists waiting on this thread, and whether its loop is running.
     private final class Pending {
-        var lists: [[Operation]] = []
-        var draining = false
+        // One per thread, used by that thread only: no runtime exclusivity checks.
+        @exclusivity(unchecked) var lists: [[Operation]] = []
+        @exclusivity(unchecked) var draining = false
     }
 
     private static let key: pthread_key_t = {

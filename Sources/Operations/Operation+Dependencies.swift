@@ -18,9 +18,14 @@ extension Operation {
             operationMisuse("addDependency(_:) called on \(self) with itself; an operation cannot wait for itself")
         }
         // A dependency added twice counts once (as Foundation: the second add is ignored).
+        // Unmanaged into the closure: capturing `operation` costs a retain and a release
+        // around it besides the list's own reference.
+        let dependency = Unmanaged.passUnretained(operation)
         let added = withExtras { extras -> Bool in
-            if extras.dependencies.contains(where: { $0 === operation }) { return false }
-            extras.dependencies.append(operation)
+            if extras.dependencies.contains(where: { Unmanaged.passUnretained($0).toOpaque() == dependency.toOpaque() }) {
+                return false
+            }
+            extras.dependencies.append(dependency.takeUnretainedValue())
             return true
         }
         guard added else { return }

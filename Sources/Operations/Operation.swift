@@ -83,8 +83,15 @@ open class Operation: @unchecked Sendable {
     /// What few operations use, allocated on first use; nil before. The caller holds
     /// StripedLock.shared for self.
     var lockedExtras: OperationExtras? {
+        lockedExtrasReference?.takeUnretainedValue()
+    }
+
+    /// `lockedExtras` without a reference of its own: the word's reference keeps them while
+    /// the caller holds the lock (they are freed only by deinit).
+    @inline(__always)
+    var lockedExtrasReference: Unmanaged<OperationExtras>? {
         // relaxed: the extras are installed under the same lock, which orders them for us.
-        OperationStateBits.extras(in: stateWord.load(ordering: .relaxed))
+        OperationStateBits.extrasReference(in: stateWord.load(ordering: .relaxed))
     }
 
     /// Creates an operation. Reads no overridable property.
@@ -95,29 +102,33 @@ open class Operation: @unchecked Sendable {
         // finished), and the operation, not the body's return, says when it is finished.
         attributes.flags = UInt32(OP_TASK_RUN_WHEN_CANCELLED) | UInt32(OP_TASK_MANUAL_COMPLETION)
             | UInt32(OP_TASK_BODY_APPLIES_THREAD_PRIORITY)
-        guard let task = op_task_create(operationTaskBody, nil, &attributes) else {
+        // Empty until the task exists, so the task is created with its context (no
+        // op_task_set_context call); nothing reads the word before init returns.
+        self.stateWord = Atomic(0)
+        guard let task = op_task_create(operationTaskBody, Unmanaged.passUnretained(self).toOpaque(), &attributes) else {
             fatalError("Operation.init: the core could not create a task (out of memory)")
         }
         // The task, or (an address with high bits set) extras holding it: OperationStateBits.
-        self.stateWord = Atomic(OperationStateBits.initialPart(task: task))
-        op_task_set_context(task, Unmanaged.passUnretained(self).toOpaque())
+        // relaxed: the operation is published by whoever receives it from init.
+        stateWord.store(OperationStateBits.initialPart(task: task), ordering: .relaxed)
     }
 
     /// Runs `body` on the extras under the operation's lock, creating them first.
     @discardableResult
     func withExtras<T>(_ body: (OperationExtras) throws -> T) rethrows -> T {
         try StripedLock.shared.withLock(for: self) {
-            if let extras = lockedExtras { return try body(extras) }
-            let extras = makeExtrasLocked()
-            return try body(extras)
+            // Borrowed from the word's reference (no retain and release around the body).
+            try (lockedExtrasReference ?? makeExtrasLocked())._withUnsafeGuaranteedRef { try body($0) }
         }
     }
 
-    /// Creates the extras; the caller holds the operation's lock.
-    func makeExtrasLocked() -> OperationExtras {
-        let extras = OperationExtras(task: task)
-        // The word's reference, dropped by deinit (with the side-table slot, if any).
-        let part = OperationStateBits.extrasPart(Unmanaged.passRetained(extras))
+    /// Creates the extras; the caller holds the operation's lock. Returns them borrowed from
+    /// the word's reference, as `lockedExtrasReference` would.
+    func makeExtrasLocked() -> Unmanaged<OperationExtras> {
+        // The word's reference (the new object's own), dropped by deinit (with the side-table
+        // slot, if any).
+        let extras = Unmanaged.passRetained(OperationExtras(task: task))
+        let part = OperationStateBits.extrasPart(extras)
         // Swap the reference part, keeping the state bits that other threads may change
         // meanwhile. relaxed: a first guess; the exchange checks it.
         var current = stateWord.load(ordering: .relaxed)
@@ -134,14 +145,17 @@ open class Operation: @unchecked Sendable {
 
     /// Reads from the extras under the operation's lock; `empty` when there are none.
     func readExtras<T>(_ empty: T, _ body: (OperationExtras) -> T) -> T {
-        StripedLock.shared.withLock(for: self) { lockedExtras.map(body) ?? empty }
+        StripedLock.shared.withLock(for: self) {
+            guard let extras = lockedExtrasReference else { return empty }
+            return extras._withUnsafeGuaranteedRef { body($0) }
+        }
     }
 
     deinit {
         // acquiring: see the extras' fields if the word points at them.
         let word = stateWord.load(ordering: .acquiring)
         let task = OperationStateBits.task(in: word) // read before the extras may go
-        if let extras = OperationStateBits.extras(in: word) { release(extras) }
+        if let extras = OperationStateBits.extrasReference(in: word) { release(extras) }
         OperationStateBits.releaseSlot(of: word)
         op_task_release(task)
     }
@@ -151,15 +165,17 @@ open class Operation: @unchecked Sendable {
     /// a long chain is not freed by recursion through deinits. Only from deinit. The lock is
     /// for ThreadSanitizer, which does not see the reference count that orders the writers of
     /// the extras before this deinit.
-    private func release(_ extras: OperationExtras) {
+    private func release(_ extras: Unmanaged<OperationExtras>) {
         var dependencies = StripedLock.shared.withLock(forAddress: Unmanaged.passUnretained(self).toOpaque()) {
             () -> [Operation] in
-            let list = extras.dependencies
-            extras.dependencies = [] // `list` holds the list's only reference
-            return list
+            extras._withUnsafeGuaranteedRef { extras in
+                let list = extras.dependencies
+                extras.dependencies = [] // `list` holds the list's only reference
+                return list
+            }
         }
         if !dependencies.isEmpty { ChainRelease.release(&dependencies) }
-        Unmanaged.passUnretained(extras).release()
+        extras.release()
     }
 
     // MARK: - State
@@ -248,6 +264,9 @@ open class Operation: @unchecked Sendable {
     /// ready, that already started, or that is in a queue (the queue starts it) is a
     /// programmer error and traps with a message naming the operation.
     open func start() {
+        // A plain BlockOperation that uses none of the rare features: the same effects with
+        // fewer steps (Operation+PlainRun.swift); anything else, and every misuse, below.
+        if isPlainBlockOperation && startPlainByHand() { return }
         guard beginExecuting() else { return }
         let threadPriority = self.threadPriority
         var previousNice = OP_NICE_UNCHANGED

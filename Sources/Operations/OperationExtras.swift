@@ -6,25 +6,27 @@
 
 /// The state of an operation that few operations use: created on first use (or with the
 /// operation, for a task address the state word cannot hold), guarded by the
-/// operation's stripe of `StripedLock.shared`, and freed by the operation's deinit.
+/// operation's stripe of `StripedLock.shared`, and freed by the operation's deinit. The lock
+/// keeps accesses exclusive, so the fields skip the runtime's exclusivity checks (a
+/// swift_beginAccess/endAccess pair per access, from the closures the lock runs).
 final class OperationExtras {
     /// The operation's core task, its full pointer: the state word leads here once the extras
     /// exist.
     let task: OpaquePointer
-    var dependencies: [Operation] = []
+    @exclusivity(unchecked) var dependencies: [Operation] = []
     /// The operations waiting for this one, announced when it finishes (weak: see
     /// `WeakOperation`).
-    var dependents: [WeakOperation] = []
-    var completionBlock: (@Sendable () -> Void)?
-    var name: String?
-    var threadPriority: Double = 0.5
-    var observers: [Operation.ObservationKey: [Int: @Sendable (Operation) -> Void]] = [:]
+    @exclusivity(unchecked) var dependents: [WeakOperation] = []
+    @exclusivity(unchecked) var completionBlock: (@Sendable () -> Void)?
+    @exclusivity(unchecked) var name: String?
+    @exclusivity(unchecked) var threadPriority: Double = 0.5
+    @exclusivity(unchecked) var observers: [Operation.ObservationKey: [Int: @Sendable (Operation) -> Void]] = [:]
     /// A BlockOperation's blocks after its first.
-    var moreBlocks: [@Sendable () -> Void] = []
+    @exclusivity(unchecked) var moreBlocks: [@Sendable () -> Void] = []
     /// Tasks suspended in `await waitUntilFinished()`, resumed once when it completes.
-    var finishWaiters: [CheckedContinuation<Void, Never>] = []
+    @exclusivity(unchecked) var finishWaiters: [CheckedContinuation<Void, Never>] = []
     /// Made by `addBarrierBlock(_:)`: counts nothing toward its queue's `progress`.
-    var isBarrier = false
+    @exclusivity(unchecked) var isBarrier = false
 
     init(task: OpaquePointer) { self.task = task }
 }

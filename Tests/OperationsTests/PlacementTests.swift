@@ -110,8 +110,11 @@ struct RanOn: Sendable, Equatable {
         let a = BlockOperation { places.append(("placed", .here())) }
         let b = BlockOperation { places.append(("other", .here())) }
         b.addDependency(a) // across the two queues
+        // `a` waits until `b` was added (and raised it): otherwise `a` may run before.
+        placed.isSuspended = true
         placed.addOperation(a)
         other.addOperation(b)
+        placed.isSuspended = false
         await completes("the two placed queues") { await b.waitUntilFinished() }
         let seen = places.snapshot
         #expect(seen.map(\.0) == ["placed", "other"])

@@ -125,6 +125,56 @@ import Testing
         #expect(ran.current == 0 && completions.current == 1 && operation.isCancelled && operation.isFinished)
     }
 
+    // start() by hand on a plain BlockOperation takes the fast path too: the same states inside
+    // and after the block, no queue, and a dependent on another thread released by its finish.
+    @Test func O2_plainBlockOperationStartedByHandIsExecutingWhileItsBlockRunsAndFinishedAfter() {
+        let seen = Locked<(executing: Bool, finished: Bool, started: Bool, noQueue: Bool)?>(nil)
+        let box = Locked<Operations.Operation?>(nil)
+        let operation = Operations.BlockOperation {
+            let operation = box.withLock { $0 }!
+            seen.withLock {
+                $0 = (operation.isExecuting, operation.isFinished, true, Operations.OperationQueue.current == nil)
+            }
+        }
+        box.withLock { $0 = operation }
+        let queue = Operations.OperationQueue()
+        let dependent = Operations.BlockOperation {}
+        dependent.addDependency(operation)
+        queue.addOperation(dependent)
+        operation.start()
+        let inside = seen.withLock { $0 }
+        #expect(inside?.started == true, "the block did not run")
+        #expect(inside?.executing == true, "isExecuting was false inside the block")
+        #expect(inside?.finished == false, "isFinished was true inside the block")
+        #expect(inside?.noQueue == true, "OperationQueue.current was a queue inside a block started by hand")
+        #expect(operation.isFinished && !operation.isExecuting && !operation.isCancelled)
+        guard waitUntilFinished(dependent) else { return }
+        operation.start() // finished: does nothing
+        #expect(operation.isFinished)
+        box.withLock { $0 = nil }
+    }
+
+    // A plain BlockOperation started by hand with a completion block, an observer or a
+    // cancellation takes the general path: each is seen as from start().
+    @Test func O4_O7_O8_plainBlockOperationStartedByHandWithRareFeaturesBehavesAsStart() {
+        let ran = Counter()
+        let completions = Counter()
+        let withCompletion = Operations.BlockOperation { ran.increment() }
+        withCompletion.completionBlock = { completions.increment() }
+        withCompletion.start()
+        let observed = Operations.BlockOperation { ran.increment() }
+        let calls = Recorder<Bool>()
+        let token = observed.observe(.isFinished) { calls.append($0.isFinished) }
+        observed.start()
+        let cancelled = Operations.BlockOperation { ran.increment() }
+        cancelled.cancel()
+        cancelled.start()
+        #expect(ran.current == 2 && completions.current == 1)
+        #expect(calls.snapshot == [true])
+        #expect(withCompletion.isFinished && observed.isFinished && cancelled.isFinished && cancelled.isCancelled)
+        token.invalidate()
+    }
+
     @Test func D1_plainOperationsReleaseTheirDependentsAcrossQueues() {
         let first = Operations.OperationQueue()
         let second = Operations.OperationQueue()
