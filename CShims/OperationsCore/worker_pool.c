@@ -565,25 +565,29 @@ void op_worker_body_begin(op_token *token) {
                           memory_order_release);
 }
 
-void op_worker_body_end(void) {
-    op_worker *worker = op_tls_worker;
-    uint64_t next = worker->serial << OP_RUN_SERIAL_SHIFT;
+/* Sets the worker's `run` word to (run & keep) | set once the monitor is not lending for it
+ * (OP_RUN_LENDING, a few instructions: waited for); returns the word it replaced. */
+static uint64_t op_worker_settle_run(op_worker *worker, uint64_t keep, uint64_t set) {
     /* relaxed first look; the compare-and-swap orders. */
     uint64_t old = atomic_load_explicit(&worker->run, memory_order_relaxed);
     for (;;) {
         if (OP_UNLIKELY(old & OP_RUN_LENDING)) {
-            /* The monitor is lending for this task: a few instructions, wait for them. */
             op_cpu_relax();
             old = atomic_load_explicit(&worker->run, memory_order_relaxed);
             continue;
         }
-        /* acquire: if it was lent, see the monitor's count and `monitor_lent` (written before
-         * its releasing flip to LENT), so our take-back comes after them. */
-        if (atomic_compare_exchange_weak_explicit(&worker->run, &old, next, memory_order_acquire,
-                                                  memory_order_relaxed)) {
-            break;
+        /* acquire: if the monitor lent, see its count and `monitor_lent` (written before its
+         * releasing flip to LENT or RELENT), so the caller's take-back comes after them. */
+        if (atomic_compare_exchange_weak_explicit(&worker->run, &old, (old & keep) | set,
+                                                  memory_order_acquire, memory_order_relaxed)) {
+            return old;
         }
     }
+}
+
+void op_worker_body_end(void) {
+    op_worker *worker = op_tls_worker;
+    uint64_t old = op_worker_settle_run(worker, 0, worker->serial << OP_RUN_SERIAL_SHIFT);
     /* (A slot the monitor lent for a visible wait, RELENT, was taken back when the wait ended:
      * op_worker_did_unblock.) */
     if (OP_LIKELY(!(old & OP_RUN_LENT))) return;
@@ -668,22 +672,9 @@ void op_worker_did_unblock(void) {
          * it is taken back here, once, so a later wait or block of the same task starts from
          * nothing lent and the queue runs no longer over its width. While the monitor lends
          * (LENDING, a few instructions) we wait for it, as at a task's end. */
-        uint64_t old = atomic_load_explicit(&worker->run, memory_order_relaxed);
-        for (;;) {
-            if (OP_UNLIKELY(old & OP_RUN_LENDING)) {
-                op_cpu_relax();
-                old = atomic_load_explicit(&worker->run, memory_order_relaxed);
-                continue;
-            }
-            /* acquire: if RELENT, see `monitor_lent` (written before the monitor's releasing
-             * flip), so the take-back below comes after the lend. */
-            uint64_t next = old & ~(OP_RUN_VISIBLE_WAIT | OP_RUN_WAIT_SETTLED | OP_RUN_WAIT_LENT |
-                                    OP_RUN_RELENT);
-            if (atomic_compare_exchange_weak_explicit(&worker->run, &old, next,
-                                                      memory_order_acquire, memory_order_relaxed)) {
-                break;
-            }
-        }
+        uint64_t old = op_worker_settle_run(
+            worker, ~(OP_RUN_VISIBLE_WAIT | OP_RUN_WAIT_SETTLED | OP_RUN_WAIT_LENT | OP_RUN_RELENT),
+            0);
         if (old & OP_RUN_RELENT) {
             worker->monitor_lent->cls->take_back_slot(worker->monitor_lent);
             worker->monitor_lent = NULL;
@@ -1309,15 +1300,17 @@ op_pool *op_pool_for(op_qos_t qos) {
     return pool;
 }
 
-op_pool *op_pool_for_placement(const op_placement *placement, op_qos_t qos, op_pool *_Atomic *slot) {
-    if ((unsigned)qos >= OP_QOS_COUNT) qos = OP_QOS_DEFAULT;
+/* The pool in `slot`, made on first use (class `qos`, `placement`, `fixed_nice`) and put on the
+ * list of placed pools, which the monitor walks, before it goes into the slot. */
+static op_pool *op_pool_listed_in(op_pool *_Atomic *slot, int qos, const op_placement *placement,
+                                  int fixed_nice) {
     /* acquire: pairs with the release store below. */
     op_pool *pool = atomic_load_explicit(slot, memory_order_acquire);
     if (OP_LIKELY(pool != NULL)) return pool;
     pthread_mutex_lock(&op_pools_lock);
     pool = atomic_load_explicit(slot, memory_order_relaxed);
     if (!pool) {
-        pool = op_pool_create((int)qos, placement, OP_NICE_UNCHANGED);
+        pool = op_pool_create(qos, placement, fixed_nice);
         op_pool_wait_started(pool);
         /* Onto the monitor's list (under the lock: one writer), then into the slot.
          * release: the monitor's acquiring load sees the pool built. */
@@ -1329,26 +1322,16 @@ op_pool *op_pool_for_placement(const op_placement *placement, op_qos_t qos, op_p
     return pool;
 }
 
+op_pool *op_pool_for_placement(const op_placement *placement, op_qos_t qos, op_pool *_Atomic *slot) {
+    if ((unsigned)qos >= OP_QOS_COUNT) qos = OP_QOS_DEFAULT;
+    return op_pool_listed_in(slot, (int)qos, placement, OP_NICE_UNCHANGED);
+}
+
 op_pool *op_pool_for_nice(int nice) {
     if (nice < -20) nice = -20;
     if (nice > 19) nice = 19;
-    op_pool *_Atomic *slot = &op_nice_pools[nice + 20];
-    /* acquire: pairs with the release store below. */
-    op_pool *pool = atomic_load_explicit(slot, memory_order_acquire);
-    if (OP_LIKELY(pool != NULL)) return pool;
-    pthread_mutex_lock(&op_pools_lock);
-    pool = atomic_load_explicit(slot, memory_order_relaxed);
-    if (!pool) {
-        pool = op_pool_create(-1, NULL, nice);
-        op_pool_wait_started(pool);
-        /* Onto the monitor's list as a placed pool is (under the lock: one writer). release: the
-         * monitor's acquiring load sees the pool built. */
-        pool->next_placed = atomic_load_explicit(&op_placed_pools, memory_order_relaxed);
-        atomic_store_explicit(&op_placed_pools, pool, memory_order_release);
-        atomic_store_explicit(slot, pool, memory_order_release);
-    }
-    pthread_mutex_unlock(&op_pools_lock);
-    return pool;
+    /* Listed with the placed pools, which the monitor walks. */
+    return op_pool_listed_in(&op_nice_pools[nice + 20], -1, NULL, nice);
 }
 
 /* ---- introspection -------------------------------------------------------------------------- */
