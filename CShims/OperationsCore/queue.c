@@ -183,6 +183,7 @@ void op_queue_busy_sub(op_queue_t *queue, uint64_t count) {
     if (compact) op_queue_release(queue); /* the idle path below compacts anyway */
     op_queue_clear_waiting_at_width(queue); /* idle: nothing waits (our busy reference holds it) */
     if (queue->tracking) op_registry_compact_if_idle(queue); /* release finished contexts */
+    OP_RACE_WINDOW("busy: idle, before telling the waiters");
     if (atomic_load_explicit(&queue->idle_waiters, memory_order_seq_cst) != 0) {
         op_queue_wake_idle_waiters(queue);
     }

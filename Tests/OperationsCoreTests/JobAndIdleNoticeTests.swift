@@ -47,6 +47,19 @@ private let noticeBody: TaskBody = { context in
 
 private let dropContext: TaskBody = { _ in }
 
+/// The slow idle path: a tracking queue's release of a finished context that takes a while (as a
+/// compaction releasing thousands does), so work can come while the queue's idle path runs.
+private final class SlowIdle: Sendable {
+    let releasing = Latch()
+    let proceed = Latch()
+}
+nonisolated(unsafe) private var slowIdleState: SlowIdle?
+private let slowRelease: TaskBody = { _ in
+    guard let state = slowIdleState else { return }
+    state.releasing.open()
+    _ = state.proceed.wait(for: 1, seconds: Limits.waitSeconds)
+}
+
 /// A job that opens the probe's gate (its context is the probe, kept alive by the test).
 private let openGateJob: TaskBody = { context in
     contextObject(context, as: JobProbe.self).gate.open()
@@ -204,5 +217,37 @@ private let submitJobAndBlockBody: TaskBody = { context in
         #expect(op_queue_set_numa_node(queue, 0) == 0)
         #expect(op_queue_cpu_list(queue, &placed, placed.count) >= 1)
         #expect(op_queue_set_cpus(nil, nil) == EINVAL)
+    }
+
+    // A notice registered while the thread that took the queue idle is still in its idle work
+    // (releasing finished contexts), after new work came, ran at once: told "idle" with work
+    // unfinished (an await of waitUntilAllOperationsAreFinished returned with 355 of 10 000
+    // operations not run, under the whole suite's load). The notice now waits for that work.
+    @Test func aNoticeRegisteredWhileTheIdlePathRunsWaitsForWorkAddedMeanwhile() throws {
+        let queue = try makeQueue("stale idle")
+        defer { op_queue_release(queue) }
+        let state = SlowIdle()
+        slowIdleState = state
+        defer { slowIdleState = nil }
+        #expect(op_queue_set_tracking(queue, slowRelease) == 0)
+        let probe = JobProbe()
+        let first = try makeTask(countBody, contextPointer(probe))
+        defer { op_task_release(first) }
+        #expect(op_queue_submit(queue, first) == 0)
+        // The first task finished; the thread that took the queue idle releases its context.
+        try #require(state.releasing.wait(for: 1, seconds: Limits.waitSeconds), "the idle path did not release")
+        let gated = try makeTask(gatedBody, contextPointer(probe))
+        defer { op_task_release(gated) }
+        #expect(op_queue_submit(queue, gated) == 0)
+        #expect(op_queue_notify_idle(queue, noticeBody, Unmanaged.passRetained(Notice(probe, 1)).toOpaque()) == 0)
+        state.proceed.open() // the idle path goes on: it must not run the notice now
+        #expect(probe.started.wait(for: 1, seconds: Limits.waitSeconds))
+        usleep(UInt32(Limits.quietNs / 1000)) // nothing may happen meanwhile
+        #expect(probe.notices.withLock { $0 }.isEmpty, "the notice ran while a task of the queue was unfinished")
+        probe.gate.open()
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+        let deadline = monotonicNs() + Limits.waitNs
+        while probe.notices.withLock({ $0 }).isEmpty && monotonicNs() < deadline { usleep(1000) }
+        #expect(probe.notices.withLock { $0 } == [1], "the notice did not run once the queue was idle")
     }
 }
