@@ -27,26 +27,34 @@ extension Operation {
 
     /// Raises the receiver's unfinished dependencies, and theirs, to `qos` (a core class).
     func promoteDependencies(to qos: op_qos_t) {
+        // The direct dependencies first, with no allocation: usually none is below `qos`, and
+        // then nothing leads further (W4's chain and W6's fan-in pay one look per edge).
+        var pending: [Operation] = []
+        for operation in dependencies where Operation.promote(operation, to: qos) {
+            pending.append(contentsOf: operation.dependencies)
+        }
+        guard !pending.isEmpty else { return }
         var seen = Set<ObjectIdentifier>()
-        var pending = dependencies
         var walked = 0
         while let operation = pending.popLast(), walked < Operation.promotionWalkLimit {
             walked += 1
             guard seen.insert(ObjectIdentifier(operation)).inserted,
-                  !op_task_is_finished(operation.task) else { continue }
-            let before = op_task_promoted_qos(operation.task)
-            _ = op_task_promote(operation.task, qos)
-            // Only a dependency this raised leads further: one that already runs at the class
-            // (its own QoS, its queue's, or an earlier raise) raised its own dependencies when it
-            // was added or raised. So adding each operation of a long chain of one class walks
-            // nothing (it walked the whole chain, up to the limit, for every addition: a chain of
-            // 10^5 took minutes to add).
-            guard op_task_promoted_qos(operation.task) != before else { continue }
+                  Operation.promote(operation, to: qos) else { continue }
             pending.append(contentsOf: operation.dependencies)
         }
     }
 
-    /// The class the receiver asks for on `queue` (its own, or the queue's), as a core class.
+    /// Raises `operation` (unfinished) to `qos`; true when that raised it. Only a dependency this
+    /// raised leads further: one that already runs at the class (its own QoS, its queue's, or an
+    /// earlier raise) raised its own dependencies when it was added or raised. (Walking the whole
+    /// chain for every addition took a chain of 10^5 minutes to add.)
+    private static func promote(_ operation: Operation, to qos: op_qos_t) -> Bool {
+        if op_task_is_finished(operation.task) { return false }
+        let before = op_task_promoted_qos(operation.task)
+        _ = op_task_promote(operation.task, qos)
+        return op_task_promoted_qos(operation.task) != before
+    }
+
     func requestedCoreQoS(on queue: OpaquePointer?) -> op_qos_t {
         let own = op_task_qos(task)
         if own >= 0 { return op_qos_t(UInt32(own)) }
