@@ -166,7 +166,8 @@ struct StressRoundDriver {
         }
         if !stuck.isEmpty {
             let named = stuck.prefix(8).joined(separator: "; ") + (stuck.count > 8 ? "; and \(stuck.count - 8) more" : "")
-            outcome.stuck = "\(stuck.count) waits did not return within \(StressBudget.deadlineSeconds) s: \(named)\n\(round.stuckReport())"
+            // The core's own view too: each pool, its tokens and workers, the monitor.
+            outcome.stuck = "\(stuck.count) waits did not return within \(StressBudget.deadlineSeconds) s: \(named)\n\(round.stuckReport())\n  runtime:\n\(OperationsRuntime.diagnosticReport())"
             return outcome
         }
 
