@@ -17,6 +17,10 @@ extension Operation {
     /// until its work returns, where the process may lower nice values (`CAP_SYS_NICE`), and
     /// keeps its nice value otherwise. Not part of Foundation's API.
     public var promotedQualityOfService: QualityOfService? {
+        // The core reference orders this read before the task's memory is recycled in a way
+        // ThreadSanitizer sees (it does not see Swift's reference counts as synchronising).
+        op_task_retain(task)
+        defer { op_task_release(task) }
         let qos = op_task_promoted_qos(task)
         return qos < 0 ? nil : QualityOfService(coreClass: op_qos_t(UInt32(qos)))
     }
