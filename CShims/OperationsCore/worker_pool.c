@@ -365,11 +365,11 @@ static op_token *op_worker_park(op_pool *pool, op_worker *worker, int64_t timeou
     return NULL;
 }
 
-void op_pool_push_token(op_pool *pool, op_token *token) {
-    int node = pool->node_count > 1 ? op_topology_current_node() : 0;
-    op_fifo_push(&pool->tokens[node], token);
-    /* seq_cst: the push is ordered before reading `searching` (Dekker with a worker that stops
-     * searching and then re-checks the FIFOs). */
+/* After tokens were pushed into the pool's FIFOs: wakes a worker unless one searches, pokes the
+ * monitor, and starts missing workers. */
+static void op_pool_note_pushed(op_pool *pool) {
+    /* seq_cst: the push is ordered before reading `searching` and the parked bits (Dekker with a
+     * worker that stops searching, or registers as parked, and then re-checks the FIFOs). */
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load_explicit(&pool->searching, memory_order_seq_cst) == 0) {
         op_pool_wake_one(pool);
@@ -379,6 +379,12 @@ void op_pool_push_token(op_pool *pool, op_token *token) {
     if (OP_UNLIKELY(atomic_load_explicit(&pool->created, memory_order_relaxed) < pool->size)) {
         op_pool_retry_workers(pool);
     }
+}
+
+void op_pool_push_token(op_pool *pool, op_token *token) {
+    int node = pool->node_count > 1 ? op_topology_current_node() : 0;
+    op_fifo_push(&pool->tokens[node], token);
+    op_pool_note_pushed(pool);
 }
 
 /* Tokens popped by one rehoming pass at most: a pass must end while others keep pushing. */
@@ -398,17 +404,22 @@ void op_pool_rehome_tokens(op_pool *pool) {
             taken[count++] = token;
         }
     }
+    OP_RACE_WINDOW("rehome: tokens taken out, before pushing them again");
+    bool kept = false;
     for (int i = 0; i < count; i++) {
         /* A class without `home` (tokens that are not a queue's) stays in this pool. */
         op_pool *home = taken[i]->cls->home ? taken[i]->cls->home(taken[i]) : NULL;
         if (home && home != pool) {
             op_pool_push_token(home, taken[i]);
         } else {
-            /* Back where it waited: no new work, so nobody to wake (the pool's workers found
-             * it waiting before, and still will). */
-            op_fifo_push(&pool->tokens[node_of[i]], taken[i]);
+            op_fifo_push(&pool->tokens[node_of[i]], taken[i]); /* back on the node it waited on */
+            kept = true;
         }
     }
+    /* A worker that looked while we held the tokens saw the FIFOs empty and may have parked:
+     * what went back is announced as any push is (pushing back with no wake-up stranded a
+     * serial queue's token with every worker parked). */
+    if (kept) op_pool_note_pushed(pool);
 }
 
 static op_token *op_pool_take_token(op_pool *pool, int home) {

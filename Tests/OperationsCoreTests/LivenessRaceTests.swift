@@ -267,6 +267,46 @@ private let completeDependencyOnFinish: TaskBody = { context in
         #expect(op_queue_wait(queue, Limits.waitNs) == 0)
         #expect(counters.ran.load(ordering: .relaxed) == 4)
     }
+    // Raising a queue's class (QoS promotion) and taking the raise off move its waiting tokens
+    // between pools (op_pool_rehome_tokens), popping every token of the old pool for a moment.
+    // A worker that looked for work in that moment found none and parked, and the tokens that
+    // went back into the same pool were pushed with no wake-up: a serial queue's token sat there
+    // with every worker parked (a stress round under ThreadSanitizer stalled for 120 s). Each
+    // task here is waited for with a deadline; the race-window build widens the moment.
+    @Test func raisingAQueueOverAndOverStrandsNoneOfItsTokens() throws {
+        let rounds = runningUnderSanitizer ? 300 : 2000
+        let queue = try makeQueue("raised over and over", width: 1)
+        let other = try makeQueue("shares the pool", width: OP_WIDTH_DEFAULT)
+        defer { op_queue_release(queue); op_queue_release(other) }
+        let stop = Atomic<Bool>(false)
+        let handle = SendablePointer(queue)
+        let raiser = onNewThread {
+            while !stop.load(ordering: .relaxed) {
+                op_queue_promote(handle.raw, OP_QOS_USER_INTERACTIVE)
+                op_queue_unpromote(handle.raw, OP_QOS_USER_INTERACTIVE)
+            }
+        }
+        defer {
+            stop.store(true, ordering: .relaxed)
+            #expect(raiser.wait(seconds: Limits.waitSeconds), "the raising thread did not stop")
+        }
+        let counters = Counters()
+        for round in 0..<rounds {
+            let task = try makeTask(countRun, contextPointer(counters))
+            defer { op_task_release(task) }
+            #expect(op_queue_submit_f(other, { _ in }, nil) == 0) // another token in the same pool
+            #expect(op_queue_submit(queue, task) == 0)
+            let rc = op_task_wait(task, 5_000_000_000)
+            if rc != 0 {
+                var text = [CChar](repeating: 0, count: 8192)
+                op_runtime_describe(&text, text.count)
+                Issue.record("round \(round): a task of a serial queue raised and lowered over and over did not run within 5 s\n\(String(cString: text))")
+                return
+            }
+        }
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+        #expect(op_queue_wait(other, Limits.waitNs) == 0)
+    }
 }
 
 /// The core's one-line report of a queue, for messages.
@@ -274,4 +314,5 @@ func queueReport(_ queue: OpaquePointer) -> String {
     var buffer = [CChar](repeating: 0, count: 512)
     _ = buffer.withUnsafeMutableBufferPointer { op_queue_describe(queue, $0.baseAddress, $0.count) }
     return string(fromCBuffer: buffer)
+
 }
