@@ -227,8 +227,11 @@ op_qos_t op_current_thread_qos(void) {
 void op_promotion_note_queue_raise(op_task_t *task, int qos) {
     uint32_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
     /* relaxed: only the level bits change, for reports; a promoter holding PROMOTING writes
-     * the level itself, so we leave the word alone then. */
-    while (!(state & OP_STATE_PROMOTING) && op_state_promoted_qos(state) < qos) {
+     * the level itself, so we leave the word alone then, and a task counted on its queue keeps
+     * the level it was counted at (its finish takes the count off at that level: rewritten, the
+     * wrong class's count came off and the queue stayed raised for ever; found by review). */
+    while (!(state & (OP_STATE_PROMOTING | OP_STATE_PROMO_COUNTED)) &&
+           op_state_promoted_qos(state) < qos) {
         uint32_t next = (state & ~OP_STATE_PROMO_MASK) | ((uint32_t)(qos + 1) << OP_STATE_PROMO_SHIFT);
         if (atomic_compare_exchange_weak_explicit(&task->state, &state, next,
                                                   memory_order_relaxed, memory_order_relaxed)) {

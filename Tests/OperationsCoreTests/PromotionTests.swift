@@ -211,4 +211,14 @@ struct PromotionTests {
         let expected = nice <= -4 ? OP_QOS_USER_INTERACTIVE : nice < 0 ? OP_QOS_USER_INITIATED : OP_QOS_BACKGROUND
         #expect(op_current_thread_qos() == expected)
     }
+
+    /// A task counted on its serial queue at its own class that starts while the queue is raised
+    /// higher: its finish takes its own count off, and the waiter's end takes the waiter's (in a
+    /// child process: the counts are the queue's, the effective class is what is checked).
+    @Test func aCountedTaskStartedUnderAHigherRaiseTakesOffItsOwnCount() async throws {
+        let path = try await ProbeBuilder.shared.binary("promotion_count_probe").get()
+        let result = await runChild(path, [], environment: childEnvironment(), backtraceOnTimeout: true)
+        try #require(!result.timedOut, "the probe hung:\n\(result)")
+        #expect(result.exitCode == 0, "a queue's raise counts came off at the wrong class:\n\(result)")
+    }
 }
