@@ -516,6 +516,9 @@ void op_pool_push_token(op_pool *pool, op_token *token);
  * otherwise wait until one of `pool`'s workers is free, which a pool busy with long bodies may
  * not be for a long time, while the queue's own pool idles. */
 void op_pool_rehome_tokens(op_pool *pool);
+/* The queue's pool may have changed from `before` (its QoS, placement or promoted class did):
+ * its tokens waiting there move to the pool that serves it now (queue.c). */
+void op_queue_left_pool(op_queue_t *queue, op_pool *before);
 /* True when a token may wait in the pool (a hint). */
 bool op_pool_has_tokens(op_pool *pool);
 /* The pool of the worker or spare on this thread, or NULL. */

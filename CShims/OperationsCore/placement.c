@@ -133,8 +133,7 @@ static int op_queue_place(op_queue_t *queue, const bool *chosen) {
     op_pool *before = op_queue_pool(queue);
     /* release: a reader of the pointer sees the placement built. */
     atomic_store_explicit(&queue->placement, placement, memory_order_release);
-    /* As a QoS change does (op_queue_set_qos): the queue's waiting tokens follow it. */
-    if (before && before != op_queue_pool(queue)) op_pool_rehome_tokens(before);
+    op_queue_left_pool(queue, before); /* its waiting tokens follow it */
     return 0;
 }
 

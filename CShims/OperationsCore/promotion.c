@@ -57,7 +57,7 @@ static void op_queue_promo_change(op_queue_t *queue, int qos, int delta) {
     } else {
         atomic_fetch_sub_explicit(&queue->promo, unit, memory_order_seq_cst);
     }
-    if (op_queue_pool(queue) != before) op_pool_rehome_tokens(before);
+    op_queue_left_pool(queue, before); /* its waiting tokens follow the run class */
 }
 
 int op_task_run_qos(op_task_t *task, op_queue_t *queue, uint32_t state) {

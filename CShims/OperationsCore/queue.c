@@ -779,10 +779,14 @@ int op_queue_set_qos(op_queue_t *queue, op_qos_t qos) {
     if (!queue || (unsigned)qos >= OP_QOS_COUNT) return EINVAL;
     op_pool *before = op_queue_pool(queue);
     atomic_store_explicit(&queue->qos, (int32_t)qos, memory_order_relaxed);
-    /* Tokens of the queue already waiting in the old class's pool go to the new one now, not
-     * when a worker of the old class is free (drainers move the slots they hold themselves). */
-    if (before && before != op_queue_pool(queue)) op_pool_rehome_tokens(before);
+    op_queue_left_pool(queue, before);
     return 0;
+}
+
+void op_queue_left_pool(op_queue_t *queue, op_pool *before) {
+    /* Tokens of the queue already waiting in the old pool go to the new one now, not when a
+     * worker of the old pool is free (drainers move the slots they hold themselves). */
+    if (before && before != op_queue_pool(queue)) op_pool_rehome_tokens(before);
 }
 
 op_qos_t op_queue_qos(const op_queue_t *queue) {
