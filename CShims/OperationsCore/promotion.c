@@ -31,18 +31,31 @@
 #include <errno.h>
 
 static pthread_once_t op_promotion_once = PTHREAD_ONCE_INIT;
-static bool op_promotion_on = true; /* written once under op_promotion_once */
+/* Whether new promotions are made: the environment's choice, then op_runtime_set_qos_promotion.
+ * It gates only the raising calls; every undo (a finish taking its count off, an unpromote)
+ * runs regardless, so switching it while promotions stand leaves no count behind. */
+static _Atomic bool op_promotion_on = true;
 
 static void op_promotion_read_env(void) {
-    op_promotion_on = op_env_flag("OPERATIONS_QOS_PROMOTION", true);
+    /* relaxed: pthread_once orders this store before every reader that went through the once. */
+    atomic_store_explicit(&op_promotion_on, op_env_flag("OPERATIONS_QOS_PROMOTION", true),
+                          memory_order_relaxed);
 }
 
 bool op_promotion_enabled(void) {
     pthread_once(&op_promotion_once, op_promotion_read_env);
-    return op_promotion_on;
+    /* relaxed: a switch, not a publication; a raise that races a switch either happens (and is
+     * undone as any) or does not. */
+    return atomic_load_explicit(&op_promotion_on, memory_order_relaxed);
 }
 
 bool op_runtime_qos_promotion(void) { return op_promotion_enabled(); }
+
+void op_runtime_set_qos_promotion(bool on) {
+    pthread_once(&op_promotion_once, op_promotion_read_env); /* the environment is read first */
+    /* relaxed: see op_promotion_enabled. */
+    atomic_store_explicit(&op_promotion_on, on, memory_order_relaxed);
+}
 
 /* Adds `delta` promotions to class `qos` on the queue, and moves its waiting tokens when that
  * changes the pool that serves it. */
@@ -185,7 +198,7 @@ int op_task_promoted_qos(const op_task_t *task) {
 
 int op_queue_promote(op_queue_t *queue, op_qos_t qos) {
     if (!queue || (unsigned)qos >= OP_QOS_COUNT) return EINVAL;
-    if (!op_promotion_enabled()) return 0;
+    if (!op_promotion_enabled()) return ENOTSUP;
     op_queue_promo_change(queue, qos, +1);
     int nice = op_promotion_nice(NULL, qos);
     if (qos > (int)op_queue_qos(queue) && op_nice_can_hold(nice)) {
@@ -195,7 +208,8 @@ int op_queue_promote(op_queue_t *queue, op_qos_t qos) {
 }
 
 void op_queue_unpromote(op_queue_t *queue, op_qos_t qos) {
-    if (!queue || (unsigned)qos >= OP_QOS_COUNT || !op_promotion_enabled()) return;
+    /* Not gated by the switch: it undoes a raise made while promotion was on. */
+    if (!queue || (unsigned)qos >= OP_QOS_COUNT) return;
     op_queue_promo_change(queue, qos, -1);
 }
 

@@ -196,3 +196,36 @@ void dispatch_baseline_suspended_drain(dispatch_baseline_suspended *state) {
     dispatch_release(state->queue);
     free(state);
 }
+
+/* W12: the waiter of the wait case, on the userInteractive global queue. */
+typedef struct inversion_wait {
+    dispatch_group_t group;
+    probe_slot *waiter;
+} inversion_wait;
+
+static void inversion_waiter(void *context) {
+    inversion_wait *wait = context;
+    dispatch_group_wait(wait->group, DISPATCH_TIME_FOREVER);
+    dispatch_release(wait->group);
+    probe_slot *waiter = wait->waiter;
+    free(wait);
+    perf_probe_body(waiter);
+}
+
+void dispatch_baseline_inversion(bool depends, probe_slot *target, probe_slot *waiter) {
+    dispatch_group_t group = dispatch_group_create();
+    probe_mark_submitted(waiter);
+    dispatch_group_async_f(group, dispatch_get_global_queue(DISPATCH_BASELINE_QOS_BACKGROUND, 0), target,
+                           perf_inversion_target_body);
+    dispatch_queue_t interactive = dispatch_get_global_queue(DISPATCH_BASELINE_QOS_USER_INTERACTIVE, 0);
+    if (depends) {
+        /* dispatch's form of a dependency: the notify block runs once the group is empty. */
+        dispatch_group_notify_f(group, interactive, waiter, perf_probe_body);
+        dispatch_release(group);
+    } else {
+        inversion_wait *wait = malloc(sizeof *wait);
+        if (!wait) abort();
+        *wait = (inversion_wait){group, waiter};
+        dispatch_async_f(interactive, wait, inversion_waiter);
+    }
+}

@@ -140,6 +140,20 @@ void perf_load_body(void *context) {
     probe_finish(slot);
 }
 
+static uint64_t inversion_cpu_ns = 500000;
+
+void perf_set_inversion_cpu_ns(uint64_t ns) { inversion_cpu_ns = ns; }
+
+void perf_inversion_target_body(void *context) {
+    probe_slot *slot = context;
+    uint64_t until = perf_thread_cpu_ns() + inversion_cpu_ns;
+    while (perf_thread_cpu_ns() < until) {
+        for (volatile int i = 0; i < 200; i++) {}
+    }
+    probe_start(slot); /* the end of its work, and the nice it ended at (a raise renices) */
+    probe_finish(slot);
+}
+
 /* relaxed: as for the stop flag. */
 void perf_set_go(bool go) { atomic_store_explicit(&go_flag, go, memory_order_relaxed); }
 

@@ -51,7 +51,7 @@ struct OperationsPerf: ParsableCommand {
     var rounds: Int?
     @Option(help: "Interleaved rounds of W7 (default 3; --quick 2).")
     var latencyRounds: Int?
-    @Option(help: "Rounds of W9.")
+    @Option(help: "Rounds of W9 and W12.")
     var priorityRounds = 1
     @Option(help: "Minimum ms per throughput sample; faster runs repeat back to back (default 100; --quick 20).")
     var minSampleMs: Double?
@@ -72,7 +72,7 @@ struct OperationsPerf: ParsableCommand {
     var latencySamples: Int?
     @Option(help: "W8: operations on the suspended queue (default 100000).")
     var memoryOperations: Int?
-    @Option(help: "W9: seconds of load and probes per case (default 1.0).")
+    @Option(help: "W9, W12: seconds of load and probes (pairs) per case (default 1.0).")
     var prioritySeconds: Double?
     @Option(help: "Nice share: seconds per pair (default 0.4).")
     var shareSeconds: Double?

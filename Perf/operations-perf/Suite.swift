@@ -9,7 +9,7 @@ struct SuiteConfiguration {
     var sameCPU = false
     var competitors: [any Competitor]
     var sizes: Sizes
-    /// Rounds of the throughput workloads and W8; of W7; of W9.
+    /// Rounds of the throughput workloads and W8; of W7; of W9 and W12.
     var rounds: Int
     var latencyRounds: Int
     var priorityRounds: Int
@@ -41,6 +41,10 @@ enum Suite {
         }
         if config.selected.contains(W9Priority.id) {
             report.priority = try W9Priority.run(
+                on: competitors, seconds: config.sizes.prioritySeconds, cpus: machine.cpuCount, rounds: config.priorityRounds)
+        }
+        if config.selected.contains(W12Inversion.id) {
+            report.inversion = try W12Inversion.run(
                 on: competitors, seconds: config.sizes.prioritySeconds, cpus: machine.cpuCount, rounds: config.priorityRounds)
         }
         if config.selected.contains(ScalingSweep.id) {
@@ -88,6 +92,14 @@ enum Suite {
                 if runners.isEmpty { continue }
                 _ = try LatencyRunner.measure(workload: "verify W9", scenario: scenario.rawValue, on: runners, rounds: 1) {
                     try W9Priority.sample(scenario, seconds: small.prioritySeconds, cpus: machine.cpuCount, on: $0)
+                }
+            }
+        }
+        if config.selected.contains(W12Inversion.id) {
+            let columns = W12Inversion.contenders(competitors)
+            for scenario in W12Inversion.Case.allCases where !columns.isEmpty {
+                _ = try LatencyRunner.measure(workload: "verify W12", scenario: scenario.rawValue, on: columns, named: \.name, rounds: 1) {
+                    try W12Inversion.sample(scenario, seconds: small.prioritySeconds, cpus: machine.cpuCount, on: $0)
                 }
             }
         }

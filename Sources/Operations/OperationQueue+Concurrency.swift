@@ -21,9 +21,9 @@ extension OperationQueue {
         // No priority inversion: the queue's operations run at least at the waiting task's
         // priority until the wait ends.
         let waiter = QualityOfService.currentWaiterCoreClass
-        let promoted = op_runtime_qos_promotion() && waiter.rawValue > op_queue_effective_qos(core).rawValue
-            && op_queue_unfinished(core) != 0
-        if promoted { _ = op_queue_promote(core, waiter) }
+        // Only a raise that was made is undone (promotion may be switched off meanwhile).
+        let promoted = waiter.rawValue > op_queue_effective_qos(core).rawValue && op_queue_unfinished(core) != 0
+            && op_queue_promote(core, waiter) == 0
         defer { if promoted { op_queue_unpromote(core, waiter) } }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let box = Unmanaged.passRetained(IdleWaiter(continuation)).toOpaque()

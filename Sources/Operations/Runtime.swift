@@ -86,4 +86,14 @@ public enum OperationsRuntime {
 
     /// Whether a wanted nice value had to be clamped for lack of privilege.
     public static var niceWasClamped: Bool { op_runtime_nice_clamped() }
+
+    /// Whether QoS promotion is on: work that higher-QoS work waits for (`waitUntilFinished()`,
+    /// the queue's waits, dependencies) runs at the waiter's class until it finished.
+    /// `OPERATIONS_QOS_PROMOTION=off` turns it off at start-up. Setting it turns new promotions
+    /// off or on from then on, to compare both in one process (the perf harness's W12 does);
+    /// promotions already made are undone as usual.
+    public static var qosPromotion: Bool {
+        get { op_runtime_qos_promotion() }
+        set { op_runtime_set_qos_promotion(newValue) }
+    }
 }

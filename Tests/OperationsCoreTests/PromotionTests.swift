@@ -221,4 +221,14 @@ struct PromotionTests {
         try #require(!result.timedOut, "the probe hung:\n\(result)")
         #expect(result.exitCode == 0, "a queue's raise counts came off at the wrong class:\n\(result)")
     }
+
+    /// The switch (`op_runtime_set_qos_promotion`, `OperationsRuntime.qosPromotion`) stops new
+    /// raises, and raises made before it went off are still undone: in a child process, since
+    /// the switch is process-wide.
+    @Test func switchingPromotionOffStopsNewRaisesAndUndoesTheMadeOnes() async throws {
+        let path = try await ProbeBuilder.shared.binary("promotion_switch_probe").get()
+        let result = await runChild(path, [], environment: childEnvironment(), backtraceOnTimeout: true)
+        try #require(!result.timedOut, "the probe hung:\n\(result)")
+        #expect(result.exitCode == 0, "the promotion switch left a raise behind or raised while off:\n\(result)")
+    }
 }

@@ -283,8 +283,9 @@ int op_task_promote(op_task_t *task, op_qos_t qos);
  *  finished: the value stays readable). */
 int op_task_promoted_qos(const op_task_t *task);
 /** Raises every task of `queue` that has not finished, and the queue's later tasks, to at least
- *  `qos` until op_queue_unpromote with the same class (counted: each promote needs one
- *  unpromote). Returns 0 or EINVAL. */
+ *  `qos` until op_queue_unpromote with the same class (counted: each promote that returned 0
+ *  needs one unpromote). Returns 0, EINVAL, or ENOTSUP when promotion is off (nothing was
+ *  raised: do not unpromote). */
 int op_queue_promote(op_queue_t *queue, op_qos_t qos);
 /** Ends one op_queue_promote(queue, qos). */
 void op_queue_unpromote(op_queue_t *queue, op_qos_t qos);
@@ -298,6 +299,11 @@ op_qos_t op_queue_effective_qos(const op_queue_t *queue);
 op_qos_t op_current_thread_qos(void);
 /** Whether QoS promotion is on (OPERATIONS_QOS_PROMOTION, default on). */
 bool op_runtime_qos_promotion(void);
+/** Turns QoS promotion on or off from now on, over what OPERATIONS_QOS_PROMOTION chose: for
+ *  experiments that compare both in one process (the perf harness's W12). Promotions already
+ *  made stay until their work finished or their wait ended, and are undone as usual; calls that
+ *  raise (op_task_promote, op_queue_promote, the waits' own raises) then do nothing. */
+void op_runtime_set_qos_promotion(bool on);
 
 /** The task whose body runs on the calling thread, or NULL. Not retained. */
 op_task_t *op_task_current(void);

@@ -6,8 +6,11 @@
  */
 #ifndef DISPATCH_BASELINES_H
 #define DISPATCH_BASELINES_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "work_bodies.h"
 
 /* n empty items with dispatch_group_async_f onto the default global queue, then a group wait. */
 uint64_t dispatch_baseline_independent(long n, int64_t *counter);
@@ -65,5 +68,11 @@ dispatch_baseline_suspended *dispatch_baseline_suspended_create(void);
 void dispatch_baseline_suspended_fill(dispatch_baseline_suspended *state, long n, int64_t *counter);
 /* Resumes, waits for every item, and frees the state. */
 void dispatch_baseline_suspended_drain(dispatch_baseline_suspended *state);
+
+/* W12: perf_inversion_target_body(target) on the background global queue and a waiter on the
+ * userInteractive one that runs perf_probe_body(waiter) after it: through dispatch_group_wait
+ * in a block (depends false) or dispatch_group_notify_f (depends true). Marks waiter submitted
+ * first. */
+void dispatch_baseline_inversion(bool depends, probe_slot *target, probe_slot *waiter);
 
 #endif

@@ -64,6 +64,12 @@ void perf_probe_body(void *slot);
 void perf_load_body(void *slot);
 void perf_set_load_cpu_ns(uint64_t ns);
 
+/* W12's background work: burns perf_set_inversion_cpu_ns of thread CPU time (default 0.5 ms;
+ * the stop flag does not end it), then stamps started_ns (the end of its work), records the
+ * nice it ended at when asked, and sets finished. */
+void perf_inversion_target_body(void *slot);
+void perf_set_inversion_cpu_ns(uint64_t ns);
+
 /* The stop flag that ends load and saturating bodies early (set, then cleared for the next run). */
 void perf_set_stop(bool stop);
 

@@ -34,12 +34,16 @@ protocol Competitor: Sendable {
     func makeProbeTarget(_ layout: ProbeLayout) throws -> any ProbeTarget
     /// W8: a suspended queue of default width to fill and then drain.
     func makeSuspendedQueue() throws -> any SuspendedQueue
+    /// W12: queues for a background item and a userInteractive item that waits for it or
+    /// depends on it; nil when the competitor does not take part.
+    func makeInversionPairs() throws -> (any InversionPairs)?
     /// Whether queues can be placed on chosen CPUs (W9 placed, nice-share --same-cpu).
     var canPlace: Bool { get }
 }
 
 extension Competitor {
     var canPlace: Bool { false }
+    func makeInversionPairs() throws -> (any InversionPairs)? { nil }
 }
 
 /// A C body: what every competitor runs for S1 (and what the core and dispatch take directly).
@@ -97,6 +101,17 @@ protocol ProbeTarget {
     /// Submits `slot`'s body; calls `probe_mark_submitted(slot)` right before the submit call.
     func submit(_ slot: ProbeSlot, _ kind: ProbeKind)
     /// Drops the queues; every submitted item has finished by then.
+    func close()
+}
+
+/// W12: a background item and a userInteractive item after it, submitted pair by pair.
+protocol InversionPairs {
+    /// Marks `waiter` submitted, then submits a background item running
+    /// `perf_inversion_target_body(target)` and a userInteractive item that waits for it
+    /// (`depends` false: a blocking wait in its body) or depends on it (`depends` true: the
+    /// runtime's dependency), then runs `perf_probe_body(waiter)`.
+    func submit(depends: Bool, target: ProbeSlot, waiter: ProbeSlot)
+    /// Drops the queues; every submitted pair has finished by then.
     func close()
 }
 

@@ -74,6 +74,19 @@ struct DispatchCompetitor: Competitor {
     func makeSuspendedQueue() throws -> any SuspendedQueue {
         DispatchSuspendedQueue(state: dispatch_baseline_suspended_create())
     }
+
+    /// The background and userInteractive global queues; a group per pair (its wait, or its
+    /// notify for the dependency).
+    func makeInversionPairs() throws -> (any InversionPairs)? { DispatchInversionPairs() }
+}
+
+/// W12 pairs of dispatch (dispatch_baseline_inversion).
+private struct DispatchInversionPairs: InversionPairs {
+    func submit(depends: Bool, target: ProbeSlot, waiter: ProbeSlot) {
+        dispatch_baseline_inversion(depends, target.pointer, waiter.pointer)
+    }
+
+    func close() {}
 }
 
 /// W7 / W9 dispatch queues. `close` relies on the workload having waited for every slot.

@@ -1,5 +1,6 @@
 // OperationQueueCompetitor.swift — the workloads written once against the Operation /
 // OperationQueue API; `OperationsAPI` (ours) and `FoundationAPI` plug their types in.
+import DispatchBaselines
 
 /// One library's Operation / OperationQueue: the two calls whose spelling differs (creating a
 /// queue and a BlockOperation); everything else goes through `PerfOperationQueue`.
@@ -37,6 +38,7 @@ protocol PerfOperation: AnyObject, SendableMetatype {
     var queuePriority: Priority { get set }
     func addDependency(_ op: Self)
     func start()
+    func waitUntilFinished()
 }
 
 /// The QoS classes, named once for every library.
@@ -187,6 +189,10 @@ struct OperationQueueCompetitor<API: OperationQueueAPI>: Competitor {
 
     var canPlace: Bool { API.canPlace }
 
+    func makeInversionPairs() throws -> (any InversionPairs)? {
+        OperationInversionPairs<API>()
+    }
+
     func makeSuspendedQueue() throws -> any SuspendedQueue {
         OperationSuspendedQueue<API>()
     }
@@ -234,6 +240,36 @@ private struct OperationProbeTarget<API: OperationQueueAPI>: ProbeTarget {
     func close() {
         loadQueue.waitUntilAllOperationsAreFinished()
         probeQueue.waitUntilAllOperationsAreFinished()
+    }
+}
+
+/// W12 pairs of `API`: the background operation on a background queue of its own, the waiter on a
+/// userInteractive queue.
+private struct OperationInversionPairs<API: OperationQueueAPI>: InversionPairs {
+    let targetQueue = API.makeQueue(width: .default, qos: .background)
+    let waiterQueue = API.makeQueue(width: .default, qos: .userInteractive)
+
+    func submit(depends: Bool, target: ProbeSlot, waiter: ProbeSlot) {
+        let work = API.makeOperation { perf_inversion_target_body(UnsafeMutableRawPointer(target.pointer)) }
+        let end: API.Queue.Op
+        if depends {
+            end = API.makeOperation { perf_probe_body(UnsafeMutableRawPointer(waiter.pointer)) }
+            end.addDependency(work)
+        } else {
+            let awaited = Handed(work)
+            end = API.makeOperation {
+                awaited.value.waitUntilFinished()
+                perf_probe_body(UnsafeMutableRawPointer(waiter.pointer))
+            }
+        }
+        waiter.markSubmitted()
+        targetQueue.addOperation(work)
+        waiterQueue.addOperation(end)
+    }
+
+    func close() {
+        waiterQueue.waitUntilAllOperationsAreFinished()
+        targetQueue.waitUntilAllOperationsAreFinished()
     }
 }
 

@@ -65,6 +65,16 @@ enum Goals {
                     Table.micro(probe.merged.p99) + " µs", probe.merged.p99 <= 100_000)
             }
         }
+        // Issue 23: with promotion, inversion costs at most half again the no-load time.
+        for scenario in [W12Inversion.Case.wait, .dependency] {
+            guard let loaded = latency(report.inversion, scenario.rawValue, "operations"),
+                  let quiet = latency(report.inversion, scenario.noLoad.rawValue, "operations") else { continue }
+            for (label, got, reference) in [("p50", loaded.merged.p50, quiet.merged.p50), ("p99", loaded.merged.p99, quiet.merged.p99)] {
+                let ratio = Double(got) / Double(max(reference, 1))
+                add("W12 \(scenario.rawValue) \(label) operations <= 1.5x its no-load time", ratio,
+                    "\(Table.micro(got)) µs vs \(Table.micro(reference)) µs, \(Table.ratio(ratio))", ratio <= 1.5)
+            }
+        }
         checks += manyCoreGoals(report)
         for result in report.executor where result.hasGoal {
             let ratio = result.ratio("default")

@@ -1,4 +1,4 @@
-// LatencyRunner.swift — runs one latency scenario (a W7 mode, a W9 case) on every competitor
+// LatencyRunner.swift — runs one latency scenario (a W7 mode, a W9 or W12 case) on every competitor
 // in interleaved rounds under the watchdog, merging each competitor's rounds into one histogram.
 
 /// What one latency sample found: the latencies, and (W9) the nice values bodies ran at.
@@ -14,28 +14,36 @@ enum LatencyRunner {
         workload: String, scenario: String, on competitors: [any Competitor], rounds: Int,
         sample: (any Competitor) throws -> LatencySample
     ) throws -> [LatencyResult] {
+        try measure(workload: workload, scenario: scenario, on: competitors, named: \.name, rounds: rounds, sample: sample)
+    }
+
+    /// The same over any columns, each named by `name` (W12 runs ours twice).
+    static func measure<Column>(
+        workload: String, scenario: String, on competitors: [Column], named name: (Column) -> String, rounds: Int,
+        sample: (Column) throws -> LatencySample
+    ) throws -> [LatencyResult] {
         var merged: [String: LatencySample] = [:]
         var perRound: [String: [LatencySummary]] = [:]
         for round in 0..<rounds {
             for k in 0..<competitors.count {
                 let competitor = competitors[(round + k) % competitors.count]
-                Progress.show("\(workload) \(scenario): round \(round + 1)/\(rounds) \(competitor.name)")
-                let result = try Watchdog.guarding("\(workload) \(scenario) on \(competitor.name)") {
+                Progress.show("\(workload) \(scenario): round \(round + 1)/\(rounds) \(name(competitor))")
+                let result = try Watchdog.guarding("\(workload) \(scenario) on \(name(competitor))") {
                     try sample(competitor)
                 }
-                perRound[competitor.name, default: []].append(result.histogram.summary)
-                var total = merged[competitor.name] ?? LatencySample()
+                perRound[name(competitor), default: []].append(result.histogram.summary)
+                var total = merged[name(competitor)] ?? LatencySample()
                 total.histogram.add(result.histogram)
                 total.probeNice = combine(total.probeNice, result.probeNice)
                 total.loadNice = combine(total.loadNice, result.loadNice)
-                merged[competitor.name] = total
+                merged[name(competitor)] = total
             }
         }
         return competitors.compactMap { competitor in
-            guard let total = merged[competitor.name] else { return nil }
+            guard let total = merged[name(competitor)] else { return nil }
             return LatencyResult(
-                workload: workload, scenario: scenario, contender: competitor.name,
-                merged: total.histogram.summary, rounds: perRound[competitor.name] ?? [],
+                workload: workload, scenario: scenario, contender: name(competitor),
+                merged: total.histogram.summary, rounds: perRound[name(competitor)] ?? [],
                 probeNice: total.probeNice.map(keyedByString), loadNice: total.loadNice.map(keyedByString))
         }
     }

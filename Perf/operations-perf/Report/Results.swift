@@ -11,6 +11,7 @@ struct SuiteReport: Codable {
     var latency: [LatencyResult] = []
     var memory: [MemoryResult] = []
     var priority: [LatencyResult] = []
+    var inversion: [LatencyResult] = []
     var sweep: [ThroughputResult] = []
     var niceShare: [NiceShareResult] = []
     var executor: [ExecutorResult] = []

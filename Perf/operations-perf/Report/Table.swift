@@ -26,6 +26,11 @@ enum Table {
             section("W9 userInteractive probe latency under background load, µs; nice values the bodies ran at")
             latencyRows(report.priority, nice: true)
         }
+        if !report.inversion.isEmpty {
+            section("W12 priority inversion: background item's submit to its userInteractive waiter's end, µs; "
+                    + "nice values (probe: the waiters, load: the background items)")
+            latencyRows(report.inversion, nice: true, scenarioWidth: 21, contenderWidth: 26)
+        }
         if !report.sweep.isEmpty {
             section("Scaling sweep: ns per op at each size (median)")
             throughputRows(report.sweep)
@@ -95,8 +100,8 @@ enum Table {
         }
     }
 
-    private static func latencyRows(_ results: [LatencyResult], nice: Bool) {
-        let widths = [12, 12, 9, 9, 9, 10, 8] + (nice ? [16, 12] : [])
+    private static func latencyRows(_ results: [LatencyResult], nice: Bool, scenarioWidth: Int = 12, contenderWidth: Int = 12) {
+        let widths = [scenarioWidth, contenderWidth, 9, 9, 9, 10, 8] + (nice ? [16, 12] : [])
         row(["scenario", "contender", "p50", "p99", "p99.9", "max", "count"] + (nice ? ["probe nice", "load nice"] : []), widths)
         for result in results {
             let m = result.merged

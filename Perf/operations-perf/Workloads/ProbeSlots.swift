@@ -28,6 +28,11 @@ final class ProbeSlots {
         while !started(index) { sched_yield() }
     }
 
+    /// Sleeps in 20 µs steps until slot `index`'s body has finished.
+    func waitFinished(_ index: Int) {
+        while !probe_is_finished(storage + index) { usleep(20) }
+    }
+
     /// Sleeps in 50 µs steps until every body has finished.
     func waitAllFinished() {
         for i in 0..<count {
@@ -41,9 +46,12 @@ final class ProbeSlots {
     }
 
     /// How many bodies ran at each nice value (after `waitAllFinished`).
-    var niceCounts: [Int32: Int] {
+    var niceCounts: [Int32: Int] { niceCounts(first: count) }
+
+    /// The same over the first `used` slots (W12 may use fewer than it made).
+    func niceCounts(first used: Int) -> [Int32: Int] {
         var counts: [Int32: Int] = [:]
-        for i in 0..<count { counts[storage[i].nice, default: 0] += 1 }
+        for i in 0..<used { counts[storage[i].nice, default: 0] += 1 }
         return counts
     }
 }

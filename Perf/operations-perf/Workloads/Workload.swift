@@ -33,7 +33,7 @@ struct Sizes: Codable, Sendable {
     var latencySamples = 10_000
     /// W8: operations queued on the suspended queue.
     var memoryOperations = 100_000
-    /// W9: seconds of load (and of probes) per case.
+    /// W9, W12: seconds of load (and of probes or pairs) per case.
     var prioritySeconds = 1.0
     /// Nice-share: seconds each pair shares the CPUs.
     var shareSeconds = 0.4
@@ -72,6 +72,7 @@ enum WorkloadCatalog {
         (W9Priority.id, W9Priority.help),
         (W10ByHand.id, W10ByHand.help),
         (W11HandOff.id, W11HandOff.help),
+        (W12Inversion.id, W12Inversion.help),
         (S1Speedup.id, S1Speedup.help),
         (S2Producers.id, S2Producers.help),
         (S3Spawn.id, S3Spawn.help),
@@ -81,7 +82,7 @@ enum WorkloadCatalog {
     ]
 
     /// The ids the default suite runs.
-    static let defaultSuite = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "S1", "S2", "S3", "E1"]
+    static let defaultSuite = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "S1", "S2", "S3", "E1"]
 
     /// The default suite as `--help` names it: "W1-W11, S1-S3 and E1".
     static var defaultSuiteText: String {
