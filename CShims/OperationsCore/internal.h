@@ -701,12 +701,13 @@ void op_promotion_note_queue_raise(op_task_t *task, int qos);
 /* A task was just submitted to `queue`: one of a higher class than a serial queue's raises the
  * queue (what is ahead of it) until it finished. */
 void op_promotion_submitted(op_task_t *task, op_queue_t *queue);
-/* Whether QoS promotion is on (OPERATIONS_QOS_PROMOTION, read once). */
+/* Whether QoS promotion is on (OPERATIONS_QOS_PROMOTION, read once; then
+ * op_runtime_set_qos_promotion). Gates only the raising calls. */
 bool op_promotion_enabled(void);
 
-/* worker_pool.c: a body is about to run on this worker or spare for `task` of `queue`, the
- * thread at `nice`: promoters find it here (op_pool_promote_running). Before the task's RUNNING
- * read-modify-write (drain.c) or before reading its state (hop.c). */
+/* running_body_promotion.c: a body is about to run on this worker or spare for `task` of
+ * `queue`, the thread at `nice`: promoters find it here (op_pool_promote_running). Before the
+ * task's RUNNING read-modify-write (drain.c) or before reading its state (hop.c). */
 void op_worker_promotable_begin(op_task_t *task, op_queue_t *queue, int nice);
 /* The drainer reniced for a thread priority before the body: the nice to restore to. */
 void op_worker_promotable_nice(int nice);

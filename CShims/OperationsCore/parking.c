@@ -1,8 +1,9 @@
 /*
  * parking.c — how idle threads sleep and wake: a futex-based event count.
  *
- * A worker that found no work spins briefly (worker_pool.c), then parks here. The protocol
- * has no lost wake-up:
+ * A spare thread that found no work spins briefly (worker_pool.c), then parks here (pinned
+ * workers park on a futex word each, also in worker_pool.c, so a waker can pick one). The
+ * protocol has no lost wake-up:
  *
  *   waiter:   key = prepare_wait()      registers as a waiter (seq_cst), reads the epoch
  *             if (work appeared) cancel_wait()          re-check AFTER registering

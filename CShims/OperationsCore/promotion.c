@@ -24,7 +24,7 @@
  * promoter's queue is alive while it holds PROMOTING. Promotions are rare (a wait that would
  * block, an add of higher-QoS work): none of this is on the submit or dequeue path; the drainer
  * pays one relaxed load of queue->promo per task, the worker one store and one
- * compare-and-swap around each body (worker_pool.c).
+ * compare-and-swap around each body (running_body_promotion.c).
  */
 #include "internal.h"
 

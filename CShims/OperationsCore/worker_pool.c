@@ -11,12 +11,16 @@
  * spent, then looks for the next token. Each pinned worker has a local run queue
  * (local_run_queue.c) for the tasks released on it while it drains; op_pool_steal lets another
  * drainer of the same queue take half of them. Idle workers spin for 2 µs ("searching", at most
- * half the pool), look a few more microseconds while yielding the CPU, then park on the pool's
- * event count (parking.c). A token push wakes parked workers (two: the kernel picks which, and
- * one sharing the submitter's busy CPU may wait a time slice) only when no worker is searching,
- * and a worker that finds work after searching or parking wakes one more if tokens are left, so
- * bursts fan out without a wake per task. How many tokens a queue hands out is the queue's
- * policy (queue.c: a new slot only while none of its drainers idles).
+ * half the pool), look a few more microseconds while yielding the CPU, then park, each on a
+ * futex word of its own, with a bit in the pool's `parked` mask (op_worker_park; spares park on
+ * the pool's event count, parking.c). A token push wakes one parked worker, and only when no
+ * worker is searching (op_pool_wake_one): a thread that is not a worker wakes the one pinned to
+ * its own CPU (the submitter is about to wait or go on, and the woken worker finds the caches
+ * warm), a worker the next parked one after itself (its own CPU is busy with its body) and its
+ * own CPU's only when no other is parked. A worker that finds work after searching or parking
+ * wakes one more if tokens are left, so bursts fan out without a wake per task. How many tokens
+ * a queue hands out is the queue's policy (queue.c: a new slot only while none of its drainers
+ * idles).
  *
  * The pool knows tasks only as tokens (internal.h): it hands a token to a worker and calls the
  * token's class to drain it (drain.c runs the tasks, at their nice values, through
@@ -77,11 +81,14 @@
  * they had); queues that were idle work normally. The forking thread is an ordinary thread in
  * the child, even if it was a worker (a body that forks must exec or _exit in the child, not
  * return: the worker loop it would return to belongs to the parent).
+ *
+ * Beside this file: worker_pool_private.h (the structures), running_body_promotion.c (renicing a
+ * running body for QoS promotion) and worker_pool_report.c (introspection, the diagnostic
+ * report).
  */
-#include "internal.h"
+#include "worker_pool_private.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -96,128 +103,19 @@
 #define OP_SPARES_MAX 512   /* spare threads per class at most (nested waits that deep) */
 #define OP_SPARE_IDLE_NS (200 * INT64_C(1000000)) /* a parked spare looks whether it is surplus */
 
-/* worker->run: the task serial above the bits, and whether a task runs, in a wait the core
- * sees, or counted blocked by the monitor (being counted, then counted). */
-#define OP_RUN_LENT UINT64_C(1)
-#define OP_RUN_IN_TASK UINT64_C(2)
-#define OP_RUN_VISIBLE_WAIT UINT64_C(4)
-#define OP_RUN_LENDING UINT64_C(8)
-/* A visible wait (VISIBLE_WAIT) whose own lending is settled (WAIT_SETTLED): its queue lent the
- * slot at the wait's start (WAIT_LENT), or could not (an explicit width), in which case the
- * monitor lends it if the width has become the default since (RELENT: the worker takes it back
- * at its task's end). */
-#define OP_RUN_WAIT_SETTLED UINT64_C(16)
-#define OP_RUN_WAIT_LENT UINT64_C(32)
-#define OP_RUN_RELENT UINT64_C(64)
-#define OP_RUN_SERIAL_SHIFT 7
-
-/* pool->balance: blocked workers (and blocked spares) in the low half, spares in the high. */
-#define OP_BALANCE_SPARE (UINT64_C(1) << 32)
-#define OP_BALANCE_BLOCKED(word) ((uint32_t)(word))
-#define OP_BALANCE_SPARES(word) ((uint32_t)((word) >> 32))
-
-typedef struct op_worker {
-    alignas(OP_CACHE_LINE) op_pool *pool;
-    int index;
-    int cpu;
-    int node;
-    pthread_t thread;
-    _Atomic int tid;
-    _Atomic int class_nice;
-    int current_nice;
-    int base_nice;
-    uint32_t nice_generation;
-    bool spare;      /* started to stand in for a blocked thread; not in pool->workers */
-    uint64_t serial; /* tasks taken; the worker's own copy of `run`'s serial */
-    op_token *token; /* the token of the running task; read by the monitor while it lends */
-    /* QoS promotion (promotion.c): the task whose body runs here (or is about to), with
-     * OP_BODY_* flags in its low bits; its queue (compared by promoters, never dereferenced);
-     * the nice the thread had at the body's start (the worker's own), and what a promoter
-     * raised it from. See op_pool_promote_running. */
-    _Atomic uintptr_t body;
-    op_queue_t *_Atomic body_queue;
-    int body_nice;
-    /* The tasks it took (op_runtime_worker_info reads them here) and what it runs (OP_RUN_*).
-     * Written by the worker at each task's start and end, marked by the monitor; on the
-     * worker's own line, which the monitor reads every 10 ms at most. */
-    alignas(OP_CACHE_LINE) _Atomic uint64_t run;
-    uint64_t monitor_seen;     /* `run` at the monitor's last look; the monitor's own */
-    op_token *monitor_lent;    /* the token whose slot the monitor lent, taken back at the end */
-    struct op_worker *next_spare; /* the pool's list of spares, under spares_lock */
-    /* Pinned workers only: ready tasks released on this worker (drain.c), stolen by others. */
-    op_local_run_queue local;
-    /* Pinned workers only: where it parks (a futex word bumped by whoever wakes it: the worker
-     * sleeps while it holds the value it read before registering in pool->parked). On a line
-     * of its own: a waker writes it, nothing else on the task path reads it. */
-    alignas(OP_CACHE_LINE) _Atomic uint32_t wake_word;
-} op_worker;
-
-struct op_pool {
-    int qos;       /* its class; -1 for a pool made for a nice value (op_pool_for_nice) */
-    int fixed_nice; /* that nice value; OP_NICE_UNCHANGED for a class's pool */
-    const op_placement *placement; /* the CPUs it is made for; NULL: every usable CPU */
-    struct op_pool *next_placed;   /* the list of placed pools (op_placed_pools), push-only */
-    int size;
-    int node_count;
-    op_fifo *tokens; /* one per node */
-    op_event_t event; /* where spares park (pinned workers park on their own word) */
-    /* Pinned workers parked on their own word, one bit each (by worker index), and the index of
-     * the worker pinned to each CPU id (-1: none of this pool's), for waking one on a chosen
-     * CPU. Written at every park and wake-up, never on the task path. */
-    _Atomic uint64_t *parked;
-    int parked_words;
-    int *worker_of_cpu;
-    int max_cpu_id;
-    alignas(OP_CACHE_LINE) _Atomic int searching;
-    alignas(OP_CACHE_LINE) _Atomic int started;
-    op_worker *workers;
-    alignas(OP_CACHE_LINE) _Atomic uint64_t balance; /* see OP_BALANCE_* */
-    _Atomic int spares_peak;
-    _Atomic int spare_serial;
-    pthread_mutex_t spares_lock; /* guards spares: spares come and go, the monitor walks them */
-    op_worker *spares;
-    /* Workers with a thread: slots [0, created). Every slot's fields are set before the first
-     * thread starts (op_pool_create), so the count publishes nothing. relaxed everywhere:
-     * written under grow_lock (which orders it for the next retry); elsewhere read as a hint
-     * (the token push: is a retry due?; op_pool_wait_started, whose ordering comes from
-     * `started`'s acquire load). */
-    alignas(OP_CACHE_LINE) _Atomic int created;
-    /* When the next retry of missing workers may run (op_now_ns). relaxed: a rate limit; the
-     * retry itself runs under grow_lock, which orders everything it touches. */
-    _Atomic int64_t retry_at;
-    _Atomic bool spare_short; /* a spare could not start; relaxed: a hint for the monitor */
-    /* Some worker could not start (cleared once all run): the monitor's ticks retry only then,
-     * not the workers of a placed pool that left because it was idle (the next token push
-     * starts those). relaxed: a hint; the retry decides under grow_lock. */
-    _Atomic bool start_failed;
-    /* Workers (and spares) the monitor counted blocked without lending their slot (their
-     * queue's width was explicit): the monitor keeps looking at the pool while there are any,
-     * since a body may change that width to the default at any time. relaxed: a count read by
-     * the monitor's tick; written by the monitor and by the worker at its task's end. */
-    _Atomic int32_t blocked_unlent;
-    /* A placed pool's idle workers are leaving one after another (op_pool_worker_leaves_idle);
-     * relaxed: a hint that makes a woken worker try to leave too. */
-    _Atomic bool leaving;
-    bool tokens_waited; /* the monitor's: tokens waited at its last tick (op_pool_monitor_look) */
-    int64_t retry_delay; /* under grow_lock */
-    pthread_mutex_t grow_lock; /* starting workers (creation and retries) */
-};
-
-/* The pool of the worker or spare running on this thread; NULL elsewhere. */
-static _Thread_local op_pool *op_tls_pool;
-/* The worker or spare running on this thread; NULL elsewhere. */
-static _Thread_local op_worker *op_tls_worker;
+_Thread_local op_pool *op_tls_pool;
+_Thread_local op_worker *op_tls_worker;
 static void op_pool_start_spare(op_pool *pool);
 static void op_pool_retry_workers(op_pool *pool);
 
-static op_pool *_Atomic op_pools[OP_QOS_COUNT];
+op_pool *_Atomic op_pools[OP_QOS_COUNT];
 /* The pools made for a nice value (threadPriority without the privilege to renice and back),
  * indexed by nice + 20; also on op_placed_pools' list, which the monitor walks. */
 static op_pool *_Atomic op_nice_pools[40];
 static pthread_mutex_t op_pools_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Every pool made for a placement (placement.c), newest first; pools live as long as the
  * process, so the list only grows. The monitor walks it. */
-static op_pool *_Atomic op_placed_pools;
+op_pool *_Atomic op_placed_pools;
 
 bool op_pool_has_tokens(op_pool *pool) {
     for (int i = 0; i < pool->node_count; i++) {
@@ -460,114 +358,6 @@ void op_worker_count_task(void) {
                           memory_order_relaxed);
 }
 
-/* ---- QoS promotion of running bodies (promotion.c) ------------------------------------------ */
-
-enum { OP_BODY_BUSY = 1, OP_BODY_APPLIED = 2 }; /* tasks are 16-byte aligned */
-
-/* Serialises promoters (rare: a wait that blocks on lower-QoS work), so that two raising one
- * thread to different classes cannot leave it at the lower of the two. Never taken by workers. */
-static pthread_mutex_t op_promote_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void op_worker_promotable_begin(op_task_t *task, op_queue_t *queue, int nice) {
-    op_worker *worker = op_tls_worker;
-    if (!worker) return;
-    /* relaxed: read by promoters after their seq_cst load of `body` below (which they then
-     * compare-and-swap): a stale queue only makes a promoter look at a body once too often. */
-    atomic_store_explicit(&worker->body_queue, queue, memory_order_relaxed);
-    worker->body_nice = nice;
-    /* seq_cst: the Dekker pairs of promotion.c (a promoter changes the task's word or its
-     * queue's `promo`, then loads `body`; we store, then read those). */
-    atomic_store_explicit(&worker->body, (uintptr_t)task, memory_order_seq_cst);
-}
-
-void op_worker_promotable_nice(int nice) {
-    op_worker *worker = op_tls_worker;
-    if (worker) worker->body_nice = nice;
-}
-
-void op_worker_promotable_end(void) {
-    op_worker *worker = op_tls_worker;
-    if (!worker) return;
-    /* relaxed first look; the compare-and-swap decides. */
-    uintptr_t body = atomic_load_explicit(&worker->body, memory_order_relaxed);
-    for (;;) {
-        if (OP_UNLIKELY(body & OP_BODY_BUSY)) {
-            /* A promoter is renicing us: one system call, wait for it. */
-            op_cpu_relax();
-            body = atomic_load_explicit(&worker->body, memory_order_relaxed);
-            continue;
-        }
-        /* acquire: the promoter's release (its APPLIED) before we undo what it did. */
-        if (atomic_compare_exchange_weak_explicit(&worker->body, &body, 0, memory_order_acquire,
-                                                  memory_order_relaxed)) {
-            break;
-        }
-    }
-    if (OP_UNLIKELY(body & OP_BODY_APPLIED)) op_nice_set_current_thread(worker->body_nice);
-}
-
-/* Raises `worker`'s running body of `task` (or of `queue`) to `nice`; true when it did. Under
- * op_promote_lock. */
-static bool op_promote_worker(op_worker *worker, op_task_t *task, op_queue_t *queue, int nice) {
-    /* seq_cst: the other half of the Dekker pairs in op_worker_promotable_begin. */
-    uintptr_t body = atomic_load_explicit(&worker->body, memory_order_seq_cst);
-    uintptr_t running = body & ~(uintptr_t)(OP_BODY_BUSY | OP_BODY_APPLIED);
-    if (running == 0) return false;
-    if (task ? running != (uintptr_t)task
-             : atomic_load_explicit(&worker->body_queue, memory_order_relaxed) != queue) {
-        return false;
-    }
-    /* acquire: the worker's body_nice and tid. The BUSY bit keeps the body from ending (its
-     * thread waits for us in op_worker_promotable_end) until we are done. */
-    if (!atomic_compare_exchange_strong_explicit(&worker->body, &body, body | OP_BODY_BUSY,
-                                                 memory_order_acquire, memory_order_relaxed)) {
-        return false; /* the body ended or changed meanwhile */
-    }
-    int tid = atomic_load_explicit(&worker->tid, memory_order_relaxed);
-    bool raised = false;
-    if (tid != 0) {
-        errno = 0;
-        int current = getpriority(PRIO_PROCESS, (id_t)tid);
-        if (!(current == -1 && errno != 0) && nice < current) {
-            raised = op_nice_set_thread(tid, nice) == 0;
-        }
-    }
-    /* release: the renice before the worker, which acquires the word, undoes it. */
-    atomic_store_explicit(&worker->body, body | (raised ? OP_BODY_APPLIED : 0),
-                          memory_order_release);
-    return raised;
-}
-
-static int op_promote_pool(op_pool *pool, op_task_t *task, op_queue_t *queue, int nice) {
-    if (!pool) return 0;
-    int raised = 0;
-    for (int i = 0; i < pool->size; i++) {
-        raised += op_promote_worker(&pool->workers[i], task, queue, nice);
-    }
-    pthread_mutex_lock(&pool->spares_lock);
-    for (op_worker *spare = pool->spares; spare; spare = spare->next_spare) {
-        raised += op_promote_worker(spare, task, queue, nice);
-    }
-    pthread_mutex_unlock(&pool->spares_lock);
-    return raised;
-}
-
-int op_pool_promote_running(op_task_t *task, op_queue_t *queue, int nice) {
-    int raised = 0;
-    pthread_mutex_lock(&op_promote_lock);
-    for (int qos = 0; qos < OP_QOS_COUNT; qos++) {
-        /* acquire: a published pool's workers array. */
-        raised += op_promote_pool(atomic_load_explicit(&op_pools[qos], memory_order_acquire),
-                                  task, queue, nice);
-    }
-    for (op_pool *pool = atomic_load_explicit(&op_placed_pools, memory_order_acquire); pool;
-         pool = pool->next_placed) {
-        raised += op_promote_pool(pool, task, queue, nice);
-    }
-    pthread_mutex_unlock(&op_promote_lock);
-    return raised;
-}
-
 void op_worker_body_begin(op_token *token) {
     op_worker *worker = op_tls_worker;
     worker->token = token;
@@ -782,7 +572,7 @@ static bool op_pool_holds_local_work(op_pool *pool) {
 /* Queues whose work waits behind their width (op_pool_count_queue_waiting_at_width). One word for
  * the process: written when a queue is marked or cleared (not per task), read by the monitor's
  * tick. */
-static alignas(OP_CACHE_LINE) _Atomic int32_t op_queues_waiting_at_width;
+alignas(OP_CACHE_LINE) _Atomic int32_t op_queues_waiting_at_width;
 
 void op_pool_count_queue_waiting_at_width(int delta) {
     /* relaxed: a count the monitor reads at its next tick; the wake-up below orders the first. */
@@ -1345,35 +1135,6 @@ op_pool *op_pool_for_nice(int nice) {
     return op_pool_listed_in(&op_nice_pools[nice + 20], -1, NULL, nice);
 }
 
-/* ---- introspection -------------------------------------------------------------------------- */
-
-void op_runtime_start_workers(op_qos_t qos) {
-    (void)op_pool_for(qos); /* returns once the pool's workers are running */
-}
-
-int op_runtime_worker_count(op_qos_t qos) {
-    if ((unsigned)qos >= OP_QOS_COUNT) return 0;
-    op_pool *pool = atomic_load_explicit(&op_pools[qos], memory_order_acquire);
-    return pool ? atomic_load_explicit(&pool->started, memory_order_acquire) : 0;
-}
-
-int op_runtime_worker_info(op_qos_t qos, int index, op_worker_info_t *out) {
-    if ((unsigned)qos >= OP_QOS_COUNT || !out) return EINVAL;
-    op_pool *pool = atomic_load_explicit(&op_pools[qos], memory_order_acquire);
-    if (!pool || index < 0 || index >= atomic_load_explicit(&pool->started, memory_order_acquire)) {
-        return EINVAL;
-    }
-    op_worker *worker = &pool->workers[index];
-    if (atomic_load_explicit(&worker->tid, memory_order_relaxed) == 0) return EINVAL;
-    out->tid = atomic_load_explicit(&worker->tid, memory_order_relaxed);
-    out->cpu = worker->cpu;
-    out->node = worker->node;
-    out->class_nice = atomic_load_explicit(&worker->class_nice, memory_order_relaxed);
-    /* relaxed: a count. */
-    out->tasks = atomic_load_explicit(&worker->run, memory_order_relaxed) >> OP_RUN_SERIAL_SHIFT;
-    return 0;
-}
-
 /* ---- fork ----------------------------------------------------------------------------------- */
 
 /* Prepare: hold the locks that pool creation takes, so the child never inherits one held by a
@@ -1409,90 +1170,10 @@ static void op_pool_after_fork_in_child(void) {
     memset(&op_tls_drain, 0, sizeof op_tls_drain);
     op_tls_task = NULL;
     op_tls_queue = NULL;
-    pthread_mutex_init(&op_promote_lock, NULL); /* a promoter of the parent may have held it */
+    op_running_promotion_forget_after_fork();
     pthread_mutex_unlock(&op_pools_lock);
 }
 
 __attribute__((constructor)) static void op_pool_install_fork_handlers(void) {
     pthread_atfork(op_pool_before_fork, op_pool_after_fork_in_parent, op_pool_after_fork_in_child);
-}
-
-/* ---- diagnostics ------------------------------------------------------------------------------ */
-
-/* Appends to a bounded buffer, counting what would have been written (as snprintf). */
-typedef struct op_report {
-    char *buffer;
-    size_t size;
-    size_t length;
-} op_report;
-
-__attribute__((format(printf, 2, 3))) static void op_report_add(op_report *report,
-                                                                 const char *format, ...) {
-    va_list args;
-    va_start(args, format);
-    size_t room = report->length < report->size ? report->size - report->length : 0;
-    int n = vsnprintf(room ? report->buffer + report->length : NULL, room, format, args);
-    va_end(args);
-    if (n > 0) report->length += (size_t)n;
-}
-
-static void op_report_worker(op_report *report, const char *kind, op_worker *worker) {
-    /* relaxed: a snapshot. */
-    uint64_t run = atomic_load_explicit(&worker->run, memory_order_relaxed);
-    int tid = atomic_load_explicit(&worker->tid, memory_order_relaxed);
-    if (tid == 0) {
-        op_report_add(report, "    %s %d: no thread\n", kind, worker->index);
-        return;
-    }
-    op_report_add(report, "    %s %d: tid %d, %llu tasks, %s%s%s%s%s\n", kind, worker->index, tid,
-                  (unsigned long long)(run >> OP_RUN_SERIAL_SHIFT),
-                  (run & OP_RUN_IN_TASK) ? "in a task" : "between tasks",
-                  (run & OP_RUN_VISIBLE_WAIT)
-                      ? ((run & OP_RUN_RELENT) ? ", in a visible wait (slot lent by the monitor)"
-                                               : ", in a visible wait")
-                      : "",
-                  (run & OP_RUN_LENT) ? ", counted blocked by the monitor" : "",
-                  (run & OP_RUN_LENT) ? (worker->monitor_lent ? " (slot lent)" : " (slot not lent)") : "",
-                  (run & OP_RUN_LENDING) ? ", being counted" : "");
-}
-
-static void op_report_pool(op_report *report, op_pool *pool) {
-    if (!pool) return;
-    uint64_t balance = atomic_load_explicit(&pool->balance, memory_order_relaxed);
-    char kind[32];
-    if (pool->fixed_nice != OP_NICE_UNCHANGED) {
-        snprintf(kind, sizeof kind, "at nice %d", pool->fixed_nice);
-    } else {
-        snprintf(kind, sizeof kind, "of class %d", pool->qos);
-    }
-    op_report_add(report,
-                  "  pool %s%s: %d workers (%d with a thread), tokens %s, searching %d,"
-                  " %u blocked, %u spares\n",
-                  kind, pool->placement ? " (placed)" : "", pool->size,
-                  atomic_load_explicit(&pool->created, memory_order_relaxed),
-                  op_pool_has_tokens(pool) ? "waiting" : "none",
-                  atomic_load_explicit(&pool->searching, memory_order_relaxed),
-                  OP_BALANCE_BLOCKED(balance), OP_BALANCE_SPARES(balance));
-    for (int i = 0; i < pool->size; i++) op_report_worker(report, "worker", &pool->workers[i]);
-    pthread_mutex_lock(&pool->spares_lock);
-    for (op_worker *spare = pool->spares; spare; spare = spare->next_spare) {
-        op_report_worker(report, "spare", spare);
-    }
-    pthread_mutex_unlock(&pool->spares_lock);
-}
-
-size_t op_runtime_describe(char *buffer, size_t size) {
-    op_report report = {.buffer = buffer, .size = size, .length = 0};
-    if (size) buffer[0] = '\0';
-    op_report_add(&report, "monitor %s; %d queue(s) waiting behind their width\n",
-                  op_monitor_is_asleep() ? "asleep" : "awake",
-                  atomic_load_explicit(&op_queues_waiting_at_width, memory_order_relaxed));
-    for (int qos = 0; qos < OP_QOS_COUNT; qos++) {
-        op_report_pool(&report, atomic_load_explicit(&op_pools[qos], memory_order_acquire));
-    }
-    for (op_pool *pool = atomic_load_explicit(&op_placed_pools, memory_order_acquire); pool;
-         pool = pool->next_placed) {
-        op_report_pool(&report, pool);
-    }
-    return report.length;
 }

@@ -299,8 +299,9 @@ private let completeDependencyOnFinish: TaskBody = { context in
             let rc = op_task_wait(task, 5_000_000_000)
             if rc != 0 {
                 var text = [CChar](repeating: 0, count: 8192)
-                op_runtime_describe(&text, text.count)
-                Issue.record("round \(round): a task of a serial queue raised and lowered over and over did not run within 5 s\n\(String(cString: text))")
+                let length = min(op_runtime_describe(&text, text.count), text.count - 1)
+                let report = String(decoding: text[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                Issue.record("round \(round): a task of a serial queue raised and lowered over and over did not run within 5 s\n\(report)")
                 return
             }
         }

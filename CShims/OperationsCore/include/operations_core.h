@@ -64,7 +64,8 @@
  *                            the bad entry; the defaults stay. Unset, and the process may not go
  *                            below the default table (no CAP_SYS_NICE): the table is shifted up
  *                            (op_runtime_nice_table_kind, OP_NICE_TABLE_SHIFTED).
- *   OPERATIONS_QOS_PROMOTION=off  no QoS promotion (see "QoS promotion" below).
+ *   OPERATIONS_QOS_PROMOTION=off  no QoS promotion (see "QoS promotion" below; switched at
+ *                            run time with op_runtime_set_qos_promotion).
  *   OPERATIONS_NUMA=off      do not use libnuma; pin workers with plain pthread affinity.
  *   OPERATIONS_NICE_WARNINGS=off  do not print the one-line clamp warning on stderr.
  *                            Both are on/off switches, read case-insensitively: off, 0, false,
@@ -272,7 +273,8 @@ int op_task_wait(op_task_t *task, int64_t timeout_ns);
  * (op_current_thread_qos). A task submitted to a serial queue with a higher QoS than the queue's
  * raises the queue until it finished. Dependencies are not followed (edges do not keep the
  * dependencies alive): bindings walk them (the Swift layer does). OPERATIONS_QOS_PROMOTION=off
- * (read once) turns every promotion off: the calls below then do nothing.
+ * (read once) turns every promotion off: the calls below then do nothing;
+ * op_runtime_set_qos_promotion switches it at run time.
  * ------------------------------------------------------------------------------------------- */
 
 /** Raises `task` (the caller holds a reference) to at least class `qos` until it finished, as
