@@ -68,7 +68,16 @@ static void op_queue_promo_change(op_queue_t *queue, int qos, int delta) {
     if (delta > 0) {
         atomic_fetch_add_explicit(&queue->promo, unit, memory_order_seq_cst);
     } else {
-        atomic_fetch_sub_explicit(&queue->promo, unit, memory_order_seq_cst);
+        /* Never below zero: an unpromote whose promote raised nothing (promotion off, a caller
+         * that did not check its result) would borrow from the classes above and leave the
+         * queue raised for good. seq_cst on both sides, as the add (the relaxed failure load
+         * only feeds the next try). */
+        uint64_t promo = atomic_load_explicit(&queue->promo, memory_order_seq_cst);
+        do {
+            if (((promo >> (12 * qos)) & 0xFFF) == 0) return;
+        } while (!atomic_compare_exchange_weak_explicit(&queue->promo, &promo, promo - unit,
+                                                        memory_order_seq_cst,
+                                                        memory_order_relaxed));
     }
     op_queue_left_pool(queue, before); /* its waiting tokens follow the run class */
 }

@@ -282,8 +282,9 @@ private let completeDependencyOnFinish: TaskBody = { context in
         let handle = SendablePointer(queue)
         let raiser = onNewThread {
             while !stop.load(ordering: .relaxed) {
-                op_queue_promote(handle.raw, OP_QOS_USER_INTERACTIVE)
-                op_queue_unpromote(handle.raw, OP_QOS_USER_INTERACTIVE)
+                if op_queue_promote(handle.raw, OP_QOS_USER_INTERACTIVE) == 0 {
+                    op_queue_unpromote(handle.raw, OP_QOS_USER_INTERACTIVE)
+                }
             }
         }
         defer {

@@ -16,7 +16,7 @@ static void body(void *context) { (void)context; }
 int main(void) {
     op_queue_t *queue = op_queue_create("serial", OP_QOS_DEFAULT, 1);
     if (!queue) return 3;
-    op_queue_promote(queue, OP_QOS_USER_INTERACTIVE); /* a userInteractive waiter's raise */
+    if (op_queue_promote(queue, OP_QOS_USER_INTERACTIVE) != 0) return 3; /* a waiter's raise */
     op_task_attr_t attr;
     op_task_attr_init(&attr);
     attr.qos = OP_QOS_USER_INITIATED;

@@ -2,8 +2,8 @@
  * promotion_switch_probe.c — a child process for PromotionTests (the switch is process-wide, so
  * it is flipped here and not beside the other tests): op_runtime_set_qos_promotion turns new
  * promotions off and on, and every promotion made while it was on is undone as usual after it
- * went off (a queue's raise by its unpromote, a task's by its finish). Prints each check and
- * exits 0 when all held, 1 otherwise.
+ * went off (a queue's raise by its unpromote, a task's by its finish); an unpromote with no raise
+ * in force changes nothing. Prints each check and exits 0 when all held, 1 otherwise.
  */
 #include <operations_core.h>
 
@@ -36,6 +36,10 @@ int main(void) {
     op_runtime_set_qos_promotion(false);
     check("promotion_after_off", op_runtime_qos_promotion(), 0);
     check("queue_promote_off", op_queue_promote(waited, OP_QOS_USER_INTERACTIVE), ENOTSUP);
+    /* An unpromote without a raise in force (a caller that did not check the ENOTSUP above)
+     * changes nothing; it must not borrow from the classes above. */
+    op_queue_unpromote(waited, OP_QOS_USER_INITIATED);
+    check("unmatched_unpromote", op_queue_effective_qos(waited), OP_QOS_USER_INTERACTIVE);
     op_task_t *later = op_task_create(body, NULL, NULL);
     if (!later) return 3;
     op_queue_submit(held, later);

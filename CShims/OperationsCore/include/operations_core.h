@@ -273,8 +273,9 @@ int op_task_wait(op_task_t *task, int64_t timeout_ns);
  * (op_current_thread_qos). A task submitted to a serial queue with a higher QoS than the queue's
  * raises the queue until it finished. Dependencies are not followed (edges do not keep the
  * dependencies alive): bindings walk them (the Swift layer does). OPERATIONS_QOS_PROMOTION=off
- * (read once) turns every promotion off: the calls below then do nothing;
- * op_runtime_set_qos_promotion switches it at run time.
+ * (read once) turns promotion off, and op_runtime_set_qos_promotion switches it at run
+ * time: while it is off the calls below raise nothing (op_queue_promote returns ENOTSUP), and
+ * what was raised before is still undone as usual.
  * ------------------------------------------------------------------------------------------- */
 
 /** Raises `task` (the caller holds a reference) to at least class `qos` until it finished, as
@@ -289,7 +290,8 @@ int op_task_promoted_qos(const op_task_t *task);
  *  needs one unpromote). Returns 0, EINVAL, or ENOTSUP when promotion is off (nothing was
  *  raised: do not unpromote). */
 int op_queue_promote(op_queue_t *queue, op_qos_t qos);
-/** Ends one op_queue_promote(queue, qos). */
+/** Ends one op_queue_promote(queue, qos) that returned 0. A class with no raise in force is
+ *  left alone (an unmatched call changes nothing). */
 void op_queue_unpromote(op_queue_t *queue, op_qos_t qos);
 /** The class the queue's tasks start at now: its QoS, or the class it is promoted to. */
 op_qos_t op_queue_effective_qos(const op_queue_t *queue);
@@ -299,7 +301,8 @@ op_qos_t op_queue_effective_qos(const op_queue_t *queue);
  *  userInitiated, 0 or above background (an ordinary thread has no QoS: its waits raise
  *  nothing; run the wait in an operation, or a Swift task with a priority, to raise). */
 op_qos_t op_current_thread_qos(void);
-/** Whether QoS promotion is on (OPERATIONS_QOS_PROMOTION, default on). */
+/** Whether QoS promotion is on: OPERATIONS_QOS_PROMOTION (default on), or the last
+ *  op_runtime_set_qos_promotion. */
 bool op_runtime_qos_promotion(void);
 /** Turns QoS promotion on or off from now on, over what OPERATIONS_QOS_PROMOTION chose: for
  *  experiments that compare both in one process (the perf harness's W12). Promotions already

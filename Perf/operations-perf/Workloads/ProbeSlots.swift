@@ -28,10 +28,14 @@ final class ProbeSlots {
         while !started(index) { sched_yield() }
     }
 
-    /// Sleeps in 20 µs steps until slot `index`'s body has finished.
+    /// Sleeps in 200 µs steps until slot `index`'s body has finished (a pacing wait: the
+    /// latency is stamped in the bodies, and a tighter poll would compete with them).
     func waitFinished(_ index: Int) {
-        while !probe_is_finished(storage + index) { usleep(20) }
+        while !probe_is_finished(storage + index) { usleep(200) }
     }
+
+    /// The body's start stamp of slot `index` (0 until it started).
+    func startedNs(_ index: Int) -> UInt64 { probe_started_ns(storage + index) }
 
     /// Sleeps in 50 µs steps until every body has finished.
     func waitAllFinished() {

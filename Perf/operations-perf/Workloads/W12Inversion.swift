@@ -98,6 +98,11 @@ enum W12Inversion {
         perf_set_stop(true)
         load.waitAllFinished()
         perf_set_stop(false)
+        // Every waiter ran after its background item's work (the target stamps the end of its
+        // work): a runtime whose wait or dependency did not hold would show fine latencies.
+        if let early = (0..<done).first(where: { targets.startedNs($0) == 0 || targets.startedNs($0) > waiters.startedNs($0) }) {
+            throw PerfError.setup("W12 \(scenario.rawValue) on \(contender.name): pair \(early)'s waiter ended before its background item's work")
+        }
         pairs.close()
         loadTarget.close()
         var sample = LatencySample(probeNice: waiters.niceCounts(first: done), loadNice: targets.niceCounts(first: done))
