@@ -102,6 +102,7 @@
 #define OP_YIELD_SEARCHERS 2   /* ... the rest yielding the CPU, only this many at once */
 #define OP_SPARES_MAX 512   /* spare threads per class at most (nested waits that deep) */
 #define OP_SPARE_IDLE_NS (200 * INT64_C(1000000)) /* a parked spare looks whether it is surplus */
+#define OP_SPARE_LINGER_NS (500 * INT64_C(1000000)) /* a surplus spare waits this long for reuse */
 
 _Thread_local op_pool *op_tls_pool;
 _Thread_local op_worker *op_tls_worker;
@@ -630,7 +631,50 @@ static bool op_pool_monitor_tick(void) {
 
 static void *op_worker_main(void *arg);
 
+/* A spare is needed (already counted in `balance`): wake a lingering one if there is one not
+ * yet claimed; true when one was claimed. */
+static bool op_pool_reuse_idle_spare(op_pool *pool) {
+    uint64_t word = atomic_load_explicit(&pool->idle_spares, memory_order_relaxed);
+    while (OP_IDLE_SPARES(word) > OP_IDLE_CLAIMS(word)) {
+        /* relaxed: the claim is a count; the event's notify (a seq_cst fence) orders it before
+         * the look at its waiters, and the spare re-reads the word after registering. */
+        if (atomic_compare_exchange_weak_explicit(&pool->idle_spares, &word, word + OP_IDLE_CLAIM,
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+            op_event_notify(&pool->idle_event, 1);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A spare that is no longer needed lingers: parked on idle_event until a claim (it becomes a
+ * needed spare again: true) or OP_SPARE_LINGER_NS without one (it leaves: false). The claim
+ * and the leaving are decided on one word, so a claim is never left without a thread. */
+static bool op_spare_linger(op_pool *pool) {
+    /* relaxed: a count, as in op_pool_reuse_idle_spare. */
+    atomic_fetch_add_explicit(&pool->idle_spares, OP_IDLE_SPARE, memory_order_relaxed);
+    int64_t deadline = op_now_ns() + OP_SPARE_LINGER_NS;
+    for (;;) {
+        uint32_t key = op_event_prepare_wait(&pool->idle_event);
+        /* after registering (prepare_wait is seq_cst): a claim made before the notify's fence is
+         * seen here, or the notify sees us registered and wakes us. */
+        uint64_t word = atomic_load_explicit(&pool->idle_spares, memory_order_relaxed);
+        bool expired = op_now_ns() >= deadline;
+        while (OP_IDLE_CLAIMS(word) > 0 || expired) {
+            uint64_t next = OP_IDLE_CLAIMS(word) > 0 ? word - OP_IDLE_CLAIM - OP_IDLE_SPARE
+                                                      : word - OP_IDLE_SPARE;
+            if (atomic_compare_exchange_weak_explicit(&pool->idle_spares, &word, next,
+                                                      memory_order_relaxed, memory_order_relaxed)) {
+                op_event_cancel_wait(&pool->idle_event);
+                return OP_IDLE_CLAIMS(word) > 0;
+            }
+        }
+        op_event_wait(&pool->idle_event, key, deadline - op_now_ns());
+    }
+}
+
 static void op_pool_start_spare(op_pool *pool) {
+    if (op_pool_reuse_idle_spare(pool)) return;
     op_worker *spare = NULL;
     if (posix_memalign((void **)&spare, OP_CACHE_LINE, sizeof *spare) != 0) spare = NULL;
     int rc = ENOMEM;
@@ -783,10 +827,12 @@ static void *op_worker_main(void *arg) {
 
     for (;;) {
         if (worker->spare && op_spare_retire(pool)) {
-            /* No longer needed: leave without taking work, but pass on a wake-up we may have
-             * taken from a parked worker (seq_cst: Dekker with op_pool_push_token). */
+            /* No longer needed: take no work, but pass on a wake-up we may have taken from a
+             * parked worker (seq_cst: Dekker with op_pool_push_token). Then linger for reuse
+             * (a body's next blocking wait needs a spare again), and leave if none came. */
             atomic_thread_fence(memory_order_seq_cst);
             if (op_pool_has_tokens(pool)) op_pool_wake_one(pool);
+            if (op_spare_linger(pool)) continue; /* needed again: counted by the blocker */
             break;
         }
         op_token *token = op_pool_take_token(pool, worker->node);
@@ -1023,6 +1069,8 @@ static op_pool *op_pool_create(int qos, const op_placement *placement, int fixed
     }
     for (int i = 0; i < pool->node_count; i++) op_fifo_init(&pool->tokens[i], 64);
     op_event_init(&pool->event);
+    op_event_init(&pool->idle_event);
+    atomic_init(&pool->idle_spares, 0);
     pool->parked_words = (pool->size + 63) / 64;
     pool->max_cpu_id = topology->max_cpu_id;
     if (posix_memalign((void **)&pool->parked, OP_CACHE_LINE,

@@ -32,6 +32,13 @@
 #define OP_BALANCE_BLOCKED(word) ((uint32_t)(word))
 #define OP_BALANCE_SPARES(word) ((uint32_t)((word) >> 32))
 
+/* pool->idle_spares: spare threads no longer needed that linger parked (idle) in the low half,
+ * and activations asked of them (claims, at most as many) in the high. */
+#define OP_IDLE_SPARE UINT64_C(1)
+#define OP_IDLE_CLAIM (UINT64_C(1) << 32)
+#define OP_IDLE_SPARES(word) ((uint32_t)(word))
+#define OP_IDLE_CLAIMS(word) ((uint32_t)((word) >> 32))
+
 typedef struct op_worker {
     alignas(OP_CACHE_LINE) op_pool *pool;
     int index;
@@ -92,6 +99,12 @@ struct op_pool {
     _Atomic int spare_serial;
     pthread_mutex_t spares_lock; /* guards spares: spares come and go, the monitor walks them */
     op_worker *spares;
+    /* Spares that were no longer needed linger here for OP_SPARE_LINGER_NS before they exit, so
+     * that the next blocking wait reuses a thread instead of creating one (see OP_IDLE_*; they
+     * park on idle_event, which token pushes never notify). relaxed counts with the claims in
+     * the same word: one compare-and-swap decides who takes a claim and who may leave. */
+    alignas(OP_CACHE_LINE) _Atomic uint64_t idle_spares;
+    op_event_t idle_event;
     /* Workers with a thread: slots [0, created). Every slot's fields are set before the first
      * thread starts (op_pool_create), so the count publishes nothing. relaxed everywhere:
      * written under grow_lock (which orders it for the next retry); elsewhere read as a hint

@@ -88,12 +88,13 @@ static void op_report_pool(op_report *report, op_pool *pool) {
     }
     op_report_add(report,
                   "  pool %s%s: %d workers (%d with a thread), tokens %s, searching %d,"
-                  " %u blocked, %u spares\n",
+                  " %u blocked, %u spares, %u lingering\n",
                   kind, pool->placement ? " (placed)" : "", pool->size,
                   atomic_load_explicit(&pool->created, memory_order_relaxed),
                   op_pool_has_tokens(pool) ? "waiting" : "none",
                   atomic_load_explicit(&pool->searching, memory_order_relaxed),
-                  OP_BALANCE_BLOCKED(balance), OP_BALANCE_SPARES(balance));
+                  OP_BALANCE_BLOCKED(balance), OP_BALANCE_SPARES(balance),
+                  OP_IDLE_SPARES(atomic_load_explicit(&pool->idle_spares, memory_order_relaxed)));
     for (int i = 0; i < pool->size; i++) op_report_worker(report, "worker", &pool->workers[i]);
     pthread_mutex_lock(&pool->spares_lock);
     for (op_worker *spare = pool->spares; spare; spare = spare->next_spare) {

@@ -248,6 +248,16 @@ struct WorkerPoolTests {
         #expect(cpu >= 0 && cpu < 15_000_000,
                 "the runtime used \(Double(cpu) / 1e6) ms of CPU during \(Double(wall) / 1e6) ms of idleness (limit 15 ms): workers keep spinning?\n\(result)")
     }
+
+    /// Runs in a child process (spare_reuse_probe.c), so no other test's spares are counted:
+    /// twenty bodies block in a wait one after another, and the spare that stood in for the
+    /// first is reused by the next (it lingers parked) instead of a thread created per wait.
+    @Test func blockingWaitsOneAfterAnotherReuseTheirSpareThread() async throws {
+        let path = try await ProbeBuilder.shared.binary("spare_reuse_probe").get()
+        let result = await runChild(path, [], environment: childEnvironment(), seconds: 60, backtraceOnTimeout: true)
+        try #require(!result.timedOut, "the spare-reuse probe did not exit:\n\(result)")
+        #expect(result.exitCode == 0, "twenty waits one after another used \(result.values["distinct"] ?? "?") spare threads (at most 3 expected):\n\(result)")
+    }
 }
 
 /// The NUMA fallback, in child processes (topology is read once per process).

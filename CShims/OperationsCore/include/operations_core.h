@@ -546,9 +546,11 @@ int op_runtime_worker_count(op_qos_t qos);
  *  work waits (in its pool, in a worker's local run queue, or behind the width of a
  *  default-width queue — its own, waiting for a task submitted after it, say): 10 to 20 ms after
  *  it blocked; a default-width queue then runs as many tasks as its bodies block, beyond the CPU
- *  count. A queue of explicit width lends no slot. Spares leave as soon as no blocked
- *  thread needs them (between tasks, or within 0.2 s when parked) and never take work from the
- *  pinned workers otherwise. At most 512 per class. */
+ *  count. A queue of explicit width lends no slot. A spare stops serving as soon as no blocked
+ *  thread needs it (between tasks, or within 0.2 s when parked) and never takes work from the
+ *  pinned workers otherwise; it then lingers parked for 0.5 s, so that the next blocking wait
+ *  reuses its thread instead of creating one, and leaves (lingering spares are not counted
+ *  here). At most 512 per class. */
 int op_runtime_spare_workers(op_qos_t qos, int *peak);
 
 typedef struct op_worker_info {
