@@ -631,8 +631,21 @@ static bool op_pool_monitor_tick(void) {
 
 static void *op_worker_main(void *arg);
 
+/* Raises spares_peak to the spares counted now (a started or a reused spare). */
+static void op_pool_note_spares_peak(op_pool *pool) {
+    /* relaxed: counts for op_runtime_spare_workers' report. */
+    int total = (int)OP_BALANCE_SPARES(atomic_load_explicit(&pool->balance, memory_order_relaxed));
+    int peak = atomic_load_explicit(&pool->spares_peak, memory_order_relaxed);
+    while (total > peak && !atomic_compare_exchange_weak_explicit(
+                               &pool->spares_peak, &peak, total, memory_order_relaxed,
+                               memory_order_relaxed)) {
+    }
+}
+
 /* A spare is needed (already counted in `balance`): wake a lingering one if there is one not
- * yet claimed; true when one was claimed. */
+ * yet claimed; true when one was claimed. Between a spare's retiring (op_spare_retire) and its
+ * lingering it is counted in neither word: a wait that blocks then starts a new thread, and the
+ * old one lingers and leaves (a thread too many for 0.5 s, never a claim without a thread). */
 static bool op_pool_reuse_idle_spare(op_pool *pool) {
     uint64_t word = atomic_load_explicit(&pool->idle_spares, memory_order_relaxed);
     while (OP_IDLE_SPARES(word) > OP_IDLE_CLAIMS(word)) {
@@ -641,6 +654,7 @@ static bool op_pool_reuse_idle_spare(op_pool *pool) {
         if (atomic_compare_exchange_weak_explicit(&pool->idle_spares, &word, word + OP_IDLE_CLAIM,
                                                   memory_order_relaxed, memory_order_relaxed)) {
             op_event_notify(&pool->idle_event, 1);
+            op_pool_note_spares_peak(pool);
             return true;
         }
     }
@@ -650,8 +664,13 @@ static bool op_pool_reuse_idle_spare(op_pool *pool) {
 /* A spare that is no longer needed lingers: parked on idle_event until a claim (it becomes a
  * needed spare again: true) or OP_SPARE_LINGER_NS without one (it leaves: false). The claim
  * and the leaving are decided on one word, so a claim is never left without a thread. */
-static bool op_spare_linger(op_pool *pool) {
-    /* relaxed: a count, as in op_pool_reuse_idle_spare. */
+static bool op_spare_linger(op_pool *pool, op_worker *worker) {
+    /* relaxed: a flag for the diagnostic report only. */
+    atomic_store_explicit(&worker->lingering, true, memory_order_relaxed);
+    /* relaxed, here and in the compare-and-swap below: every decision (take a claim, leave) is
+     * made by a compare-and-swap on this one word, so a stale read only fails it; the claim's
+     * visibility comes from the event (prepare_wait's seq_cst registration against notify's
+     * seq_cst fence), not from this word's order. */
     atomic_fetch_add_explicit(&pool->idle_spares, OP_IDLE_SPARE, memory_order_relaxed);
     int64_t deadline = op_now_ns() + OP_SPARE_LINGER_NS;
     for (;;) {
@@ -659,17 +678,21 @@ static bool op_spare_linger(op_pool *pool) {
         /* after registering (prepare_wait is seq_cst): a claim made before the notify's fence is
          * seen here, or the notify sees us registered and wakes us. */
         uint64_t word = atomic_load_explicit(&pool->idle_spares, memory_order_relaxed);
-        bool expired = op_now_ns() >= deadline;
+        /* One clock read for both the test and the wait: a negative time left would make
+         * op_event_wait sleep without a limit. */
+        int64_t left = deadline - op_now_ns();
+        bool expired = left <= 0;
         while (OP_IDLE_CLAIMS(word) > 0 || expired) {
             uint64_t next = OP_IDLE_CLAIMS(word) > 0 ? word - OP_IDLE_CLAIM - OP_IDLE_SPARE
                                                       : word - OP_IDLE_SPARE;
             if (atomic_compare_exchange_weak_explicit(&pool->idle_spares, &word, next,
                                                       memory_order_relaxed, memory_order_relaxed)) {
                 op_event_cancel_wait(&pool->idle_event);
+                atomic_store_explicit(&worker->lingering, false, memory_order_relaxed);
                 return OP_IDLE_CLAIMS(word) > 0;
             }
         }
-        op_event_wait(&pool->idle_event, key, deadline - op_now_ns());
+        op_event_wait(&pool->idle_event, key, left);
     }
 }
 
@@ -712,12 +735,7 @@ static void op_pool_start_spare(op_pool *pool) {
         }
         return;
     }
-    int total = (int)OP_BALANCE_SPARES(atomic_load_explicit(&pool->balance, memory_order_relaxed));
-    int peak = atomic_load_explicit(&pool->spares_peak, memory_order_relaxed);
-    while (total > peak && !atomic_compare_exchange_weak_explicit(
-                               &pool->spares_peak, &peak, total, memory_order_relaxed,
-                               memory_order_relaxed)) {
-    }
+    op_pool_note_spares_peak(pool);
 }
 
 int op_runtime_spare_workers(op_qos_t qos, int *peak) {
@@ -832,7 +850,7 @@ static void *op_worker_main(void *arg) {
              * (a body's next blocking wait needs a spare again), and leave if none came. */
             atomic_thread_fence(memory_order_seq_cst);
             if (op_pool_has_tokens(pool)) op_pool_wake_one(pool);
-            if (op_spare_linger(pool)) continue; /* needed again: counted by the blocker */
+            if (op_spare_linger(pool, worker)) continue; /* needed again: counted by the blocker */
             break;
         }
         op_token *token = op_pool_take_token(pool, worker->node);

@@ -51,6 +51,7 @@ typedef struct op_worker {
     int base_nice;
     uint32_t nice_generation;
     bool spare;      /* started to stand in for a blocked thread; not in pool->workers */
+    _Atomic bool lingering; /* a spare parked for reuse (op_spare_linger); for the report */
     uint64_t serial; /* tasks taken; the worker's own copy of `run`'s serial */
     op_token *token; /* the token of the running task; read by the monitor while it lends */
     /* QoS promotion (promotion.c): the task whose body runs here (or is about to), with

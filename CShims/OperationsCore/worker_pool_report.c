@@ -79,7 +79,9 @@ static void op_report_worker(op_report *report, const char *kind, op_worker *wor
 
 static void op_report_pool(op_report *report, op_pool *pool) {
     if (!pool) return;
+    /* relaxed: a snapshot. */
     uint64_t balance = atomic_load_explicit(&pool->balance, memory_order_relaxed);
+    uint64_t idle = atomic_load_explicit(&pool->idle_spares, memory_order_relaxed);
     char kind[32];
     if (pool->fixed_nice != OP_NICE_UNCHANGED) {
         snprintf(kind, sizeof kind, "at nice %d", pool->fixed_nice);
@@ -88,17 +90,21 @@ static void op_report_pool(op_report *report, op_pool *pool) {
     }
     op_report_add(report,
                   "  pool %s%s: %d workers (%d with a thread), tokens %s, searching %d,"
-                  " %u blocked, %u spares, %u lingering\n",
+                  " %u blocked, %u spares, %u lingering (%u of them claimed)\n",
                   kind, pool->placement ? " (placed)" : "", pool->size,
                   atomic_load_explicit(&pool->created, memory_order_relaxed),
                   op_pool_has_tokens(pool) ? "waiting" : "none",
                   atomic_load_explicit(&pool->searching, memory_order_relaxed),
                   OP_BALANCE_BLOCKED(balance), OP_BALANCE_SPARES(balance),
-                  OP_IDLE_SPARES(atomic_load_explicit(&pool->idle_spares, memory_order_relaxed)));
+                  OP_IDLE_SPARES(idle), OP_IDLE_CLAIMS(idle));
     for (int i = 0; i < pool->size; i++) op_report_worker(report, "worker", &pool->workers[i]);
     pthread_mutex_lock(&pool->spares_lock);
     for (op_worker *spare = pool->spares; spare; spare = spare->next_spare) {
-        op_report_worker(report, "spare", spare);
+        /* relaxed: a snapshot. */
+        op_report_worker(report,
+                         atomic_load_explicit(&spare->lingering, memory_order_relaxed)
+                             ? "spare (lingering)" : "spare",
+                         spare);
     }
     pthread_mutex_unlock(&pool->spares_lock);
 }

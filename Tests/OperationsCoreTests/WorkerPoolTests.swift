@@ -256,7 +256,9 @@ struct WorkerPoolTests {
         let path = try await ProbeBuilder.shared.binary("spare_reuse_probe").get()
         let result = await runChild(path, [], environment: childEnvironment(), seconds: 60, backtraceOnTimeout: true)
         try #require(!result.timedOut, "the spare-reuse probe did not exit:\n\(result)")
-        #expect(result.exitCode == 0, "twenty waits one after another used \(result.values["distinct"] ?? "?") spare threads (at most 3 expected):\n\(result)")
+        #expect(result.exitCode == 0, result.exitCode == 1
+                ? "twenty waits one after another used \(result.values["distinct"] ?? "?") spare threads (1 to 3 expected):\n\(result)"
+                : "the spare-reuse probe failed (a wait timed out or a call failed):\n\(result)")
     }
 }
 

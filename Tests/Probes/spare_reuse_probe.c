@@ -2,9 +2,11 @@
  * spare_reuse_probe.c — a child process for WorkerPoolTests: twenty bodies, one after another,
  * each block in op_task_wait (a spare stands in for their worker meanwhile). Between two waits,
  * a burst keeps every pinned worker of the class busy, so a token push wakes the parked spare,
- * which is no longer needed. It lingers parked, so the next wait reuses its thread: the bodies
- * see at most a few distinct spare threads of their class (before, the woken spare ended and
- * every wait created one: twenty). Prints distinct= and exits 0 when it is at most 3.
+ * which is no longer needed, and each round waits until no spare is counted any more (a parked
+ * spare retires within 0.2 s). A retired spare lingers parked, so the next wait reuses its
+ * thread: the bodies see at most a few distinct spare threads of their class (before, the
+ * retired spare ended and every wait created one: twenty). Prints distinct= and exits 0 when it
+ * is between 1 and 3, 1 otherwise; 2 or 3 when a wait timed out or a call failed.
  */
 #include <operations_core.h>
 
@@ -28,7 +30,7 @@ static void note_spares(void) {
     if (!dir) return;
     for (struct dirent *entry; (entry = readdir(dir));) {
         if (entry->d_name[0] == '.') continue;
-        char path[64], name[32] = {0};
+        char path[300], name[32] = {0};
         snprintf(path, sizeof path, "/proc/self/task/%s/comm", entry->d_name);
         FILE *file = fopen(path, "r");
         if (!file) continue;
@@ -87,11 +89,16 @@ int main(void) {
         for (int i = 0; i < burst; i++) {
             if (op_queue_wait(busy[i], 10LL * 1000000000LL) != 0) return 2;
         }
+        /* Until the spare retired (no blocked thread needs it): within 0.2 s; 5 s at most. */
+        for (int polls = 0; op_runtime_spare_workers(OP_QOS_DEFAULT, NULL) > 0; polls++) {
+            if (polls == 5000) return 2;
+            usleep(1000);
+        }
     }
     for (int i = 0; i < burst; i++) op_queue_release(busy[i]);
     free(busy);
     printf("distinct=%d\n", tid_count);
     op_queue_release(queue);
     op_queue_release(other);
-    return tid_count <= 3 ? 0 : 1;
+    return tid_count >= 1 && tid_count <= 3 ? 0 : 1;
 }
