@@ -33,7 +33,7 @@ void op_worker_promotable_begin(op_task_t *task, op_queue_t *queue, int nice) {
     worker->body_nice = nice;
     /* seq_cst: the Dekker pairs of promotion.c (a promoter changes the task's word or its
      * queue's `promo`, then loads `body`; we store, then read those). */
-    atomic_store_explicit(&worker->body, (uintptr_t)task, memory_order_seq_cst);
+    atomic_store_explicit(&worker->body, (uint64_t)(uintptr_t)task, memory_order_seq_cst);
 }
 
 void op_worker_promotable_nice(int nice) {
@@ -44,21 +44,9 @@ void op_worker_promotable_nice(int nice) {
 void op_worker_promotable_end(void) {
     op_worker *worker = op_tls_worker;
     if (!worker) return;
-    /* relaxed first look; the compare-and-swap decides. */
-    uintptr_t body = atomic_load_explicit(&worker->body, memory_order_relaxed);
-    for (;;) {
-        if (OP_UNLIKELY(body & OP_BODY_BUSY)) {
-            /* A promoter is renicing us: one system call, wait for it. */
-            op_cpu_relax();
-            body = atomic_load_explicit(&worker->body, memory_order_relaxed);
-            continue;
-        }
-        /* acquire: the promoter's release (its APPLIED) before we undo what it did. */
-        if (atomic_compare_exchange_weak_explicit(&worker->body, &body, 0, memory_order_acquire,
-                                                  memory_order_relaxed)) {
-            break;
-        }
-    }
+    /* A promoter renicing us (BUSY: one system call) is waited for; acquire: its release (with
+     * APPLIED) before we undo what it did. */
+    uint64_t body = op_worker_word_settle(&worker->body, OP_BODY_BUSY, 0, 0);
     if (OP_UNLIKELY(body & OP_BODY_APPLIED)) op_nice_set_current_thread(worker->body_nice);
 }
 
@@ -66,10 +54,10 @@ void op_worker_promotable_end(void) {
  * op_promote_lock. */
 static bool op_promote_worker(op_worker *worker, op_task_t *task, op_queue_t *queue, int nice) {
     /* seq_cst: the other half of the Dekker pairs in op_worker_promotable_begin. */
-    uintptr_t body = atomic_load_explicit(&worker->body, memory_order_seq_cst);
-    uintptr_t running = body & ~(uintptr_t)(OP_BODY_BUSY | OP_BODY_APPLIED);
+    uint64_t body = atomic_load_explicit(&worker->body, memory_order_seq_cst);
+    uint64_t running = body & ~(uint64_t)(OP_BODY_BUSY | OP_BODY_APPLIED);
     if (running == 0) return false;
-    if (task ? running != (uintptr_t)task
+    if (task ? running != (uint64_t)(uintptr_t)task
              : atomic_load_explicit(&worker->body_queue, memory_order_relaxed) != queue) {
         return false;
     }

@@ -367,24 +367,11 @@ void op_worker_body_begin(op_token *token) {
                           memory_order_release);
 }
 
-/* Sets the worker's `run` word to (run & keep) | set once the monitor is not lending for it
- * (OP_RUN_LENDING, a few instructions: waited for); returns the word it replaced. */
+/* Sets the worker's `run` word to (run & keep) | set once the monitor is not lending for it;
+ * returns the word it replaced (acquire: a lending monitor's count and `monitor_lent`, written
+ * before its releasing flip to LENT or RELENT, come before the caller's take-back). */
 static uint64_t op_worker_settle_run(op_worker *worker, uint64_t keep, uint64_t set) {
-    /* relaxed first look; the compare-and-swap orders. */
-    uint64_t old = atomic_load_explicit(&worker->run, memory_order_relaxed);
-    for (;;) {
-        if (OP_UNLIKELY(old & OP_RUN_LENDING)) {
-            op_cpu_relax();
-            old = atomic_load_explicit(&worker->run, memory_order_relaxed);
-            continue;
-        }
-        /* acquire: if the monitor lent, see its count and `monitor_lent` (written before its
-         * releasing flip to LENT or RELENT), so the caller's take-back comes after them. */
-        if (atomic_compare_exchange_weak_explicit(&worker->run, &old, (old & keep) | set,
-                                                  memory_order_acquire, memory_order_relaxed)) {
-            return old;
-        }
-    }
+    return op_worker_word_settle(&worker->run, OP_RUN_LENDING, keep, set);
 }
 
 void op_worker_body_end(void) {

@@ -58,7 +58,7 @@ typedef struct op_worker {
      * OP_BODY_* flags in its low bits; its queue (compared by promoters, never dereferenced);
      * the nice the thread had at the body's start (the worker's own), and what a promoter
      * raised it from. See op_pool_promote_running. */
-    _Atomic uintptr_t body;
+    _Atomic uint64_t body;
     op_queue_t *_Atomic body_queue;
     int body_nice;
     /* The tasks it took (op_runtime_worker_info reads them here) and what it runs (OP_RUN_*).
@@ -132,6 +132,29 @@ struct op_pool {
     int64_t retry_delay; /* under grow_lock */
     pthread_mutex_t grow_lock; /* starting workers (creation and retries) */
 };
+
+/* Replaces *word (a worker's `run` or `body`, written by its own thread) with
+ * (old & keep) | set once `busy` is clear in it, and returns the word it replaced. Another thread
+ * holds `busy` for a few instructions (the monitor lending: OP_RUN_LENDING; a promoter renicing:
+ * OP_BODY_BUSY): waited for. The first look is relaxed; the compare-and-swap orders, acquire:
+ * what the holder wrote before the releasing store that cleared `busy` (the monitor's count and
+ * `monitor_lent`, the promoter's renice) comes before what the caller does next (take a lent slot
+ * back, undo a renice). */
+static inline uint64_t op_worker_word_settle(_Atomic uint64_t *word, uint64_t busy, uint64_t keep,
+                                             uint64_t set) {
+    uint64_t old = atomic_load_explicit(word, memory_order_relaxed);
+    for (;;) {
+        if (OP_UNLIKELY(old & busy)) {
+            op_cpu_relax();
+            old = atomic_load_explicit(word, memory_order_relaxed);
+            continue;
+        }
+        if (atomic_compare_exchange_weak_explicit(word, &old, (old & keep) | set,
+                                                  memory_order_acquire, memory_order_relaxed)) {
+            return old;
+        }
+    }
+}
 
 /* The pool of the worker or spare running on this thread; NULL elsewhere. */
 extern _Thread_local op_pool *op_tls_pool;

@@ -12,18 +12,25 @@ import Testing
     /// A background operation held behind another on a serial queue, that a userInteractive
     /// operation depends on, runs at userInteractive's nice value and reports the promotion;
     /// the dependent reports none, and an unrelated operation stays unpromoted.
-    @Test func dependencyOfHigherQoSOperationRunsAtItsQoS() {
+    /// A serial background queue whose only slot a running operation holds until `gate` opens:
+    /// what is added to it next waits, queued.
+    private func heldSerialBackgroundQueue() -> (queue: OperationQueue, gate: Latch) {
         let low = OperationQueue()
         low.qualityOfService = .background
         low.maxConcurrentOperationCount = 1
-        let high = OperationQueue()
-        high.qualityOfService = .userInteractive
         let gate = Latch(), holding = Latch()
         low.addOperation {
             holding.arrive()
             _ = gate.wait(seconds: Limits.waitSeconds)
         }
         #expect(holding.wait(seconds: Limits.waitSeconds), "the holder never started")
+        return (low, gate)
+    }
+
+    @Test func dependencyOfHigherQoSOperationRunsAtItsQoS() {
+        let (low, gate) = heldSerialBackgroundQueue()
+        let high = OperationQueue()
+        high.qualityOfService = .userInteractive
         let seen = Locked<Int32>(Int32.min)
         let dependency = BlockOperation { seen.withLock { $0 = threadNice() } }
         dependency.qualityOfService = .background
@@ -47,15 +54,7 @@ import Testing
     /// `await waitUntilFinished()` from a userInteractive task raises a queued background
     /// operation to userInteractive.
     @Test func asyncWaitFromHighPriorityTaskRaisesTheOperation() async {
-        let low = OperationQueue()
-        low.qualityOfService = .background
-        low.maxConcurrentOperationCount = 1
-        let gate = Latch(), holding = Latch()
-        low.addOperation {
-            holding.arrive()
-            _ = gate.wait(seconds: Limits.waitSeconds)
-        }
-        #expect(holding.wait(seconds: Limits.waitSeconds), "the holder never started")
+        let (low, gate) = heldSerialBackgroundQueue()
         let seen = Locked<Int32>(Int32.min)
         let awaited = BlockOperation { seen.withLock { $0 = threadNice() } }
         low.addOperation(awaited)

@@ -30,6 +30,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "probe_privileges.h"
+
 #define WAIT_NS (20LL * 1000000000LL)
 
 struct record {
@@ -46,23 +48,6 @@ static void record_nice(void *context) {
 static int thread_nice(int tid) {
     errno = 0;
     return getpriority(PRIO_PROCESS, (id_t)tid);
-}
-
-static int drop_cap_sys_nice(void) {
-    struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
-    struct __user_cap_data_struct data[2];
-    memset(data, 0, sizeof data);
-    if (syscall(SYS_capget, &header, data) != 0) return errno;
-    unsigned word = CAP_SYS_NICE / 32;
-    uint32_t bit = 1u << (CAP_SYS_NICE % 32);
-    data[word].effective &= ~bit;
-    data[word].permitted &= ~bit;
-    data[word].inheritable &= ~bit;
-    if (syscall(SYS_capset, &header, data) != 0) return errno;
-    memset(data, 0, sizeof data);
-    if (syscall(SYS_capget, &header, data) != 0) return errno;
-    if ((data[word].effective | data[word].permitted | data[word].inheritable) & bit) return EPERM;
-    return 0;
 }
 
 /* Runs one task per thread priority on `queue`; prints body_nice_<label>=…; returns tasks run. */
@@ -125,7 +110,7 @@ static int clamp_mode(void) {
         printf("error=setrlimit(RLIMIT_NICE): %s\n", strerror(errno));
         return 3;
     }
-    int rc = drop_cap_sys_nice();
+    int rc = probe_drop_cap_sys_nice();
     if (rc != 0) {
         printf("error=dropping CAP_SYS_NICE: %s\n", strerror(rc));
         return 3;

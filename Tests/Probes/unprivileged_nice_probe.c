@@ -32,6 +32,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "probe_privileges.h"
+
 #define WAIT_NS (20LL * 1000000000LL)
 
 static const char *const names[OP_QOS_COUNT] = {"background", "utility", "default",
@@ -80,17 +82,7 @@ static int drop_privilege(void) {
         if (setuid(65534) != 0) return errno;
         return 0;
     }
-    struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
-    struct __user_cap_data_struct data[2];
-    memset(data, 0, sizeof data);
-    if (syscall(SYS_capget, &header, data) != 0) return errno;
-    unsigned word = CAP_SYS_NICE / 32;
-    uint32_t bit = 1u << (CAP_SYS_NICE % 32);
-    data[word].effective &= ~bit;
-    data[word].permitted &= ~bit;
-    data[word].inheritable &= ~bit;
-    if (syscall(SYS_capset, &header, data) != 0) return errno;
-    return 0;
+    return probe_drop_cap_sys_nice();
 }
 
 /* Submits one task and waits for it; prints <key>_nice, <key>_tid. Returns 1 when it ran. */
