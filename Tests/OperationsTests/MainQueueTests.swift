@@ -15,20 +15,20 @@ struct MainQueueTests {
         #expect(main.maxConcurrentOperationCount == 1)
         #expect(main.qualityOfService == .userInteractive)
         #expect(main.underlyingQueue?.label == DispatchQueue.main.label)
-        // The thread that drains Dispatch's main queue (under Swift Testing on Linux that need
-        // not be the process's first thread).
-        let drainer = Recorder<Int32>()
-        let drained = Latch()
-        DispatchQueue.main.async { drainer.append(op_current_thread_id()); drained.open() }
-        guard waitFor(drained, "Dispatch's main queue to run a block") else { return }
-        let mainThread = drainer.snapshot[0]
-        let onMainThread = Recorder<Bool>()
+        // Dispatch's main queue, recognised by a queue-specific value: under Swift Testing on
+        // Linux the main queue is not bound to one thread (dispatch_main unbinds it and pool
+        // threads take turns draining it: comparing thread ids failed 1 run in many with
+        // [false, true, false, true, …]), but a block it runs sees its specific values.
+        let onMainQueueKey = DispatchSpecificKey<Bool>()
+        DispatchQueue.main.setSpecific(key: onMainQueueKey, value: true)
+        defer { DispatchQueue.main.setSpecific(key: onMainQueueKey, value: nil) }
+        let onMainQueue = Recorder<Bool>()
         let currentIsMain = Recorder<Bool>()
         let gauge = ConcurrencyGauge()
         let operations = (0..<10).map { _ in
             BlockOperation {
                 gauge.enter()
-                onMainThread.append(op_current_thread_id() == mainThread)
+                onMainQueue.append(DispatchQueue.getSpecific(key: onMainQueueKey) == true)
                 currentIsMain.append(OperationQueue.current === OperationQueue.main)
                 gauge.leave()
             }
@@ -36,7 +36,7 @@ struct MainQueueTests {
         main.addOperations(operations, waitUntilFinished: false)
         guard waitUntilFinished(operations[9]) else { return }
         for operation in operations { guard waitUntilFinished(operation) else { return } }
-        #expect(onMainThread.snapshot == Array(repeating: true, count: 10), "main-queue operations run where Dispatch's main queue runs")
+        #expect(onMainQueue.snapshot == Array(repeating: true, count: 10), "main-queue operations run where Dispatch's main queue runs")
         #expect(currentIsMain.snapshot == Array(repeating: true, count: 10), "OperationQueue.current is .main inside them")
         #expect(gauge.maximum == 1, "the main queue is serial")
     }
