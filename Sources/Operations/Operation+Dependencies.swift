@@ -21,11 +21,13 @@ extension Operation {
         // Unmanaged into the closure: capturing `operation` costs a retain and a release
         // around it besides the list's own reference.
         let dependency = Unmanaged.passUnretained(operation)
+        let unfinished = !op_task_is_finished(operation.task)
         let added = withExtras { extras -> Bool in
             if extras.dependencies.contains(where: { Unmanaged.passUnretained($0).toOpaque() == dependency.toOpaque() }) {
                 return false
             }
             extras.dependencies.append(dependency.takeUnretainedValue())
+            if unfinished { extras.readinessAnnounced = false } // its finish announces again
             return true
         }
         guard added else { return }
@@ -135,10 +137,17 @@ extension Operation {
 
     /// One of the receiver's dependencies finished: when it was the last, re-read `isReady`
     /// through the getter (an override runs) and post an "isReady" change, also for an
-    /// operation in no queue (O12).
+    /// operation in no queue (O12) — once: a dependency announces after its core task finished,
+    /// so the announcement of one that finished earlier can come after the last one's (seen
+    /// under ThreadSanitizer: two changes posted).
     func dependencyFinished() {
         if state.load(ordering: .acquiring) & (State.started | State.finished) != 0 { return }
         guard dependenciesFinished else { return }
+        let first = withExtras { extras -> Bool in
+            defer { extras.readinessAnnounced = true }
+            return !extras.readinessAnnounced
+        }
+        guard first else { return }
         willChangeValue(forKey: "isReady")
         didChangeValue(forKey: "isReady")
     }

@@ -17,6 +17,11 @@ final class OperationExtras {
     /// The operations waiting for this one, announced when it finishes (weak: see
     /// `WeakOperation`).
     @exclusivity(unchecked) var dependents: [WeakOperation] = []
+    /// Whether the "isReady" change for the last dependency's finish was posted: each finished
+    /// dependency announces, and one whose announcement comes late (after the core task
+    /// finished, the next dependency may finish too) must not post it a second time. Cleared
+    /// when an unfinished dependency is added.
+    @exclusivity(unchecked) var readinessAnnounced = false
     @exclusivity(unchecked) var completionBlock: (@Sendable () -> Void)?
     @exclusivity(unchecked) var name: String?
     @exclusivity(unchecked) var threadPriority: Double = 0.5
