@@ -21,13 +21,11 @@ extension Operation {
         // Unmanaged into the closure: capturing `operation` costs a retain and a release
         // around it besides the list's own reference.
         let dependency = Unmanaged.passUnretained(operation)
-        let unfinished = !op_task_is_finished(operation.task)
         let added = withExtras { extras -> Bool in
             if extras.dependencies.contains(where: { Unmanaged.passUnretained($0).toOpaque() == dependency.toOpaque() }) {
                 return false
             }
             extras.dependencies.append(dependency.takeUnretainedValue())
-            if unfinished { extras.readinessAnnounced = false } // its finish announces again
             return true
         }
         guard added else { return }
@@ -40,6 +38,10 @@ extension Operation {
                 state.bitwiseOr(State.lateDependencies, ordering: .acquiringAndReleasing)
                 lateAndUnfinished = true
             }
+            // A new generation, once the core and the late mark know the dependency: an
+            // announcement that read the old one posts its change (its readiness check may
+            // have come first), and this dependency's finish posts the next one.
+            withExtras { $0.dependencyGeneration += 1 }
             // The announcement re-reads `isReady` and tells observers; a plain BlockOperation
             // (its isReady is ours) without observers has nobody to tell, and the core makes it
             // ready: W4–W6 add no registration per edge.
@@ -142,10 +144,14 @@ extension Operation {
     /// under ThreadSanitizer: two changes posted).
     func dependencyFinished() {
         if state.load(ordering: .acquiring) & (State.started | State.finished) != 0 { return }
+        // The generation before the readiness check: a dependency added after it bumps it, so
+        // the change posted here does not hide that dependency's own.
+        let generation = readExtras(Int64(0)) { $0.dependencyGeneration }
         guard dependenciesFinished else { return }
         let first = withExtras { extras -> Bool in
-            defer { extras.readinessAnnounced = true }
-            return !extras.readinessAnnounced
+            guard extras.announcedGeneration != generation else { return false }
+            extras.announcedGeneration = generation
+            return true
         }
         guard first else { return }
         willChangeValue(forKey: "isReady")

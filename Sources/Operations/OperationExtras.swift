@@ -17,11 +17,13 @@ final class OperationExtras {
     /// The operations waiting for this one, announced when it finishes (weak: see
     /// `WeakOperation`).
     @exclusivity(unchecked) var dependents: [WeakOperation] = []
-    /// Whether the "isReady" change for the last dependency's finish was posted: each finished
-    /// dependency announces, and one whose announcement comes late (after the core task
-    /// finished, the next dependency may finish too) must not post it a second time. Cleared
-    /// when an unfinished dependency is added.
-    @exclusivity(unchecked) var readinessAnnounced = false
+    /// Bumped when an unfinished dependency is added (after the core and the late-dependency
+    /// mark know it), and the value whose "isReady" change for the last dependency's finish was
+    /// posted: each finished dependency announces, and one whose announcement comes late (after
+    /// its core task finished, the next dependency may have finished too) must not post the same
+    /// change twice, while a change after a dependency added since is still posted.
+    @exclusivity(unchecked) var dependencyGeneration: Int64 = 0
+    @exclusivity(unchecked) var announcedGeneration: Int64 = -1
     @exclusivity(unchecked) var completionBlock: (@Sendable () -> Void)?
     @exclusivity(unchecked) var name: String?
     @exclusivity(unchecked) var threadPriority: Double = 0.5
