@@ -438,6 +438,10 @@ let livenessTestObjectsKeptAlive = Recorder<(OperationQueue, [SelfFinishingOpera
         // machine), plus what finishes while compactions run, which grows with the load: 1 200
         // seen on a quiet machine, 4 000 under the whole suite on 2 CPUs. A constant, however
         // long the queue runs: the old code held 20 475 after 10^5 here (32 000 after 10^6).
-        #expect(peak <= backlog + 6 * max(backlog, 1024) + 600, "\(runtimeUnderTest): \(peak) captures alive at once with a backlog of \(backlog)")
+        // Under the sanitizers the releases run several times slower and the load term doubles
+        // (CI under ThreadSanitizer once saw 7 641 against 7 244); there the run is too short to
+        // tell the old code apart anyway (2 400 after 30 000): the plain run, 10^5, does that.
+        let loadFactor = runningUnderSanitizer ? 2 : 1
+        #expect(peak <= backlog + 6 * max(backlog, 1024) * loadFactor + 600, "\(runtimeUnderTest): \(peak) captures alive at once with a backlog of \(backlog)")
     }
 }
