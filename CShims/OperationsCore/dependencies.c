@@ -29,6 +29,13 @@
  * the drainer on this thread. */
 static void op_task_enqueue(op_task_t *task, uint32_t old, bool dispatch) {
     op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_acquire);
+    /* A task of a class above its queue's, on a default-width queue: to its own class's
+     * workers (own_class_run.c). relaxed: settings made before it was submitted. */
+    if (OP_UNLIKELY(atomic_load_explicit((_Atomic int8_t *)&task->qos, memory_order_relaxed) >
+                    (int)op_queue_qos(queue)) &&
+        op_queue_run_in_own_class(queue, task)) {
+        return;
+    }
     if (!dispatch) {
         /* submit: the caller holds a handle on the queue and dispatches itself. */
         op_queue_push_ready(queue, task);
@@ -196,7 +203,7 @@ void op_task_settle_deferred(op_task_t *task) {
     /* acq_rel: clearing QUEUED lets exactly one later ready_now push the task again. */
     uint32_t old = atomic_fetch_and_explicit(
         &task->state, ~(uint32_t)(OP_STATE_DEFER | OP_STATE_RUNNING | OP_STATE_QUEUED |
-                                  OP_STATE_TAKEN | OP_STATE_BODY_DONE),
+                                  OP_STATE_TAKEN | OP_STATE_BODY_DONE | OP_STATE_OUTSIDE_WIDTH),
         memory_order_acq_rel);
     if (old & OP_STATE_CANCELLED) op_task_ready_now(task, true); /* cancelled: ready at once */
     atomic_fetch_sub_explicit(&task->holds, 1, memory_order_relaxed);
@@ -324,7 +331,9 @@ int op_task_complete(op_task_t *task) {
      * slot to the task when its body returned first. */
     if (old & OP_STATE_BODY_DONE) {
         op_task_release(task); /* the queue's reference */
-        if (!op_queue_release_slot(queue, false)) {
+        if (old & OP_STATE_OUTSIDE_WIDTH) {
+            op_queue_busy_sub(queue, 1); /* ran outside the slots (own_class_run.c): no slot */
+        } else if (!op_queue_release_slot(queue, false)) {
             op_queue_busy_sub(queue, 2); /* the task and its slot: our last touch of queue */
         } else {
             /* Re-claimed for waiting work: hand the slot to a worker, then give back the task's

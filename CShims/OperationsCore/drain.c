@@ -253,8 +253,12 @@ typedef enum { OP_RAN_FINISHED, OP_RAN_HANDED_OFF, OP_RAN_DEFERRED } op_run_resu
 
 /* Runs one claimed task of `queue` on this worker or spare, at its nice value: a cancelled task
  * that does not ask to run is retired without its body; a deferred one goes back to waiting; a
- * manual-completion task keeps its slot until completed. */
-static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_t *task) {
+ * manual-completion task keeps its slot until completed. `outside` (NULL for a drainer): the task
+ * runs outside the queue's slots (own_class_run.c), and this token is what its body shows the
+ * monitor (it lends no slot); the finish hands nothing off to a drainer, and a manual completion
+ * gives back no slot. */
+static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_t *task,
+                                      op_token *outside) {
     int class_nice = op_worker_refresh_nice();
     /* Promoters find the body here from now on (promotion.c): published before RUNNING, so a
      * promoter that sees RUNNING (its compare-and-swap on the same word comes after ours) sees
@@ -262,7 +266,8 @@ static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_
     op_worker_promotable_begin(task, queue, class_nice);
     /* acquire: pairs with the releases that made the task ready (dependencies' finish). */
     OP_RACE_WINDOW("run: claimed, before RUNNING");
-    uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_RUNNING, memory_order_acq_rel);
+    uint32_t running = OP_STATE_RUNNING | (outside ? OP_STATE_OUTSIDE_WIDTH : 0);
+    uint32_t old = atomic_fetch_or_explicit(&task->state, running, memory_order_acq_rel);
     if (OP_UNLIKELY(old & OP_STATE_FINISHED)) {
         /* Completed before we took it (op_task_complete on a queued manual-completion task):
          * already finished, only retired here. */
@@ -273,7 +278,7 @@ static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_
     if ((old & OP_STATE_CANCELLED) && !(task->flags & OP_TASK_RUN_WHEN_CANCELLED)) {
         op_worker_promotable_end();
         op_worker_count_task();
-        op_tls_drain.hand_off_allowed = true; /* cleared by the finish */
+        op_tls_drain.hand_off_allowed = !outside; /* cleared by the finish */
         op_queue_graph->finish(task);
         return OP_RAN_FINISHED;
     }
@@ -303,7 +308,7 @@ static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_
     if (!hopped) {
         op_tls_task = task;
         op_tls_queue = queue;
-        op_worker_body_begin(&queue->token);
+        op_worker_body_begin(outside ? outside : &queue->token);
         task->fn(op_task_user_context(task));
         op_worker_body_end();
         op_tls_task = NULL;
@@ -324,8 +329,11 @@ static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_
          * busy unit of our own across it, as credit (given back when we leave). Not needed
          * when the body completed it already (the common case: a plain BlockOperation): then
          * the completion did not touch the queue. relaxed: our own RUNNING RMW ordered it. */
+        /* Outside the slots nothing is put back or settled after the handshake: a task that is
+         * not finished by then is not touched again, and neither is the queue. */
         op_drain *drain = &op_tls_drain;
-        if (!(atomic_load_explicit(&task->state, memory_order_relaxed) & OP_STATE_FINISHED) &&
+        if (!outside &&
+            !(atomic_load_explicit(&task->state, memory_order_relaxed) & OP_STATE_FINISHED) &&
             drain->credit == 0) {
             op_queue_busy_add(queue, OP_CREDIT_CHUNK);
             drain->credit = OP_CREDIT_CHUNK;
@@ -337,9 +345,18 @@ static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_
         OP_RACE_WINDOW("hand-off: body done, before settling");
         return (after & OP_STATE_FINISHED) ? OP_RAN_FINISHED : OP_RAN_HANDED_OFF;
     }
-    op_tls_drain.hand_off_allowed = true; /* cleared by the finish */
+    op_tls_drain.hand_off_allowed = !outside; /* cleared by the finish */
     op_queue_graph->finish(task);
     return OP_RAN_FINISHED;
+}
+
+void op_drain_run_outside_width(op_queue_t *queue, op_task_t *task, op_token *token) {
+    op_run_result result = op_drain_execute(op_pool_current(), queue, task, token);
+    /* Deferred: still unfinished and counted in busy (it comes back when ready). Handed off: the
+     * completion settles it (op_task_complete sees OP_STATE_OUTSIDE_WIDTH). */
+    if (result != OP_RAN_FINISHED) return;
+    op_task_release(task);         /* the queue's reference */
+    op_queue_busy_sub(queue, 1);   /* the task's unit: our last touch, may free the queue */
 }
 
 void op_drain_token(op_token *token) {
@@ -412,7 +429,7 @@ void op_drain_token(op_token *token) {
             op_queue_stash(queue, task);
             continue;
         }
-        op_run_result result = op_drain_execute(pool, queue, task);
+        op_run_result result = op_drain_execute(pool, queue, task, NULL);
         if (result == OP_RAN_DEFERRED) continue; /* still unfinished, still counted in busy */
         if (result == OP_RAN_HANDED_OFF) {
             /* The slot now belongs to the running asynchronous task. Claim another for the

@@ -91,11 +91,17 @@ static void op_hop_drain(op_token *token) {
  * queue holds nothing of the queue. */
 static bool op_hop_lend_slot(op_token *token, op_local_run_queue_t *ring) {
     (void)ring;
-    op_queue_t *queue = ((op_hop *)token)->queue;
-    return queue->token.cls->lend_slot(&queue->token, NULL);
+    op_hop *hop = (op_hop *)token;
+    /* A hopper running outside its queue's slots (own_class_run.c) holds none. relaxed: set
+     * by the hopper's RUNNING read-modify-write before it pushed this token. */
+    if (atomic_load_explicit(&hop->task->state, memory_order_relaxed) & OP_STATE_OUTSIDE_WIDTH) {
+        return false;
+    }
+    return hop->queue->token.cls->lend_slot(&hop->queue->token, NULL);
 }
 
 static void op_hop_take_back_slot(op_token *token) {
+    /* Called only after a lend that returned true. */
     op_queue_t *queue = ((op_hop *)token)->queue;
     queue->token.cls->take_back_slot(&queue->token);
 }

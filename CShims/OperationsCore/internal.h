@@ -135,6 +135,9 @@ enum {
     OP_STATE_CANCELLED = 1u << 4,
     OP_STATE_WAITERS = 1u << 5, /* someone sleeps on the state word */
     OP_STATE_BODY_DONE = 1u << 6, /* the body returned (manual-completion tasks) */
+    /* runs outside its queue's slots, on its own class's workers (own_class_run.c): its
+     * manual completion gives back its busy unit only, no slot */
+    OP_STATE_OUTSIDE_WIDTH = 1u << 7,
     OP_STATE_DEFER = 1u << 8,     /* the body asked to go back to waiting (op_task_defer) */
     OP_STATE_TAKEN = 1u << 9,     /* a worker claimed its ready-queue entry (op_queue_take_ready) */
     /* QoS promotion (promotion.c): the class it was raised to + 1 in bits 16-18 (0: none),
@@ -465,6 +468,11 @@ extern _Thread_local op_drain op_tls_drain;
 /* The worker pool's call for a token (op_token_class.drain): drains the token's queue while the
  * slot allows. */
 void op_drain_token(op_token *token);
+/* Runs `task` (claimed: TAKEN) of `queue` on the calling worker outside the queue's slots, as a
+ * drainer would run it, and settles it: finished, its reference and busy unit go back (the last
+ * touch of the queue); deferred or handed off, nothing more. `token` is what the body shows the
+ * monitor (a class that lends no slot). own_class_run.c. */
+void op_drain_run_outside_width(op_queue_t *queue, op_task_t *task, op_token *token);
 /* The calling drainer's local run queue goes back to its queue's bands (before it sleeps in a
  * wait, so that nothing it released waits for it); true when it held anything. The caller
  * dispatches if no drainer may be coming for it. */
@@ -719,6 +727,14 @@ void op_worker_promotable_end(void);
 int op_pool_promote_running(op_task_t *task, op_queue_t *queue, int nice);
 /* setpriority on thread `tid` (not the caller's); 0 or errno (the fault injection applies). */
 int op_nice_set_thread(int tid, int nice);
+
+/* ---- own_class_run.c ------------------------------------------------------------------------ */
+
+/* `task` (its own QoS above its queue's) just won QUEUED on `queue`: on a default-width queue
+ * that is not suspended, it goes to the workers of its own class, outside the queue's slots, and
+ * true is returned (the token push is the last touch of the queue; the task's busy unit keeps
+ * the queue alive until it finished). False: the caller pushes it into the queue as usual. */
+bool op_queue_run_in_own_class(op_queue_t *queue, op_task_t *task);
 
 /* ---- hop.c ---------------------------------------------------------------------------------- */
 

@@ -177,6 +177,12 @@ bool op_task_is_executing(const op_task_t *task) {
     return (state & OP_STATE_RUNNING) && !(state & OP_STATE_FINISHED);
 }
 
+bool op_task_runs_outside_width(const op_task_t *task) {
+    /* relaxed: a report; the bit is set with RUNNING, on the thread that runs the body. */
+    return atomic_load_explicit(&((op_task_t *)task)->state, memory_order_relaxed) &
+           OP_STATE_OUTSIDE_WIDTH;
+}
+
 bool op_task_is_finished(const op_task_t *task) {
     return atomic_load_explicit(&((op_task_t *)task)->state, memory_order_acquire) &
            OP_STATE_FINISHED;

@@ -158,6 +158,46 @@ final class SpawningOperation: Operation, @unchecked Sendable {
 
     // MARK: - Q4
 
+    // Q2: a default width is the system's choice, and Apple's runtime counts it per quality of
+    // service (each class has its own threads): a userInteractive operation does not wait for
+    // the utility work that holds every slot of its queue. Foundation on Linux runs the queue's
+    // operations on one pool, where it waits until the utility work ends (W9 "one queue").
+    @Test(.tags(.deliberateDifference))
+    func Q2_deliberateDifference_aDefaultWidthIsCountedPerQualityOfService() {
+        let queue = OperationQueue()
+        queue.qualityOfService = .utility
+        #if BEHAVIOUR_ON_FOUNDATION
+        let holders = ProcessInfo.processInfo.activeProcessorCount
+        #else
+        let holders = OperationsRuntime.topology.defaultWidth
+        #endif
+        // Spinning, not sleeping: a body asleep in a wait may lend its slot, a spinning one not.
+        let started = Latch()
+        let released = Latch()
+        let stop = Latch()
+        defer { stop.open() }
+        for _ in 0..<holders {
+            queue.addOperation {
+                started.open()
+                let deadline = DispatchTime.now() + Deadline.seconds
+                while stop.arrivals == 0 && DispatchTime.now() < deadline {}
+                released.open()
+            }
+        }
+        guard waitFor(started, "\(holders) utility operations to hold the queue's slots", count: holders) else { return }
+        let ran = Latch()
+        let probe = BlockOperation { ran.open() }
+        probe.qualityOfService = .userInteractive
+        queue.addOperation(probe)
+        deliberateDifference("Foundation on Linux counts a default width over every quality of service") {
+            #expect(ran.wait(seconds: Deadline.differenceSeconds),
+                    "\(runtimeUnderTest): the userInteractive operation waited for the utility ones holding the width")
+            #expect(released.arrivals == 0, "\(runtimeUnderTest): it ran only after a utility operation ended")
+        }
+        stop.open()
+        _ = waitUntilAllOperationsAreFinished(queue)
+    }
+
     @Test func Q4_suspendedQueueStartsNothingUntilResumedAndRunningOperationsGoOn() {
         let queue = OperationQueue()
         #expect(!queue.isSuspended)

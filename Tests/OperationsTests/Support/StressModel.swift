@@ -46,6 +46,9 @@ final class OperationRecord: Sendable {
     /// Set while the body has been in a nested wait: its queue's width gauge keeps counting it
     /// apart until the body ends (see `bodyEnded`).
     let waitedInBody = Atomic<Bool>(false)
+    /// Its body runs on its own class's workers, outside its default-width queue's slots (its
+    /// own QoS was above the queue's when it became ready): counted in `outsideGauges`.
+    let ranOutsideWidth = Atomic<Bool>(false)
     /// Where the busy work stores its result, so an optimiser cannot drop the work.
     let workSink = Atomic<UInt64>(0)
 
@@ -130,6 +133,7 @@ final class StressRound: @unchecked Sendable {
     /// outside it, so a nested wait on it always ends.
     let leafQueue: Int?
     let gauges: [WidthGauge]
+    let outsideGauges: [WidthGauge]
     let violations = Recorder<String>()
     let operationsFreed = Latch()
     let queuesFreed = Latch()
@@ -148,6 +152,7 @@ final class StressRound: @unchecked Sendable {
         widthBounds = widths.map { $0 == OperationQueue.defaultMaxConcurrentOperationCount ? cpus : $0 }
         self.leafQueue = leafQueue
         gauges = widths.map { _ in WidthGauge() }
+        outsideGauges = widths.map { _ in WidthGauge() }
         state = Locked(State(addedByDriver: widths.map { _ in [] }, cancelAlls: widths.map { _ in 0 }))
     }
 
@@ -216,7 +221,22 @@ final class StressRound: @unchecked Sendable {
         for dependency in operation.dependencies where !dependency.isFinished {
             violation("\(record.label) started before its dependency \(dependency) finished")
         }
+        // A default width is counted per class: a task of a class above its queue's runs on
+        // its own class's workers, outside the queue's slots (DESIGN.md, "own class").
+        if let task = op_task_current(), op_task_runs_outside_width(task) {
+            record.ranOutsideWidth.store(true, ordering: .relaxed)
+            if widths[record.queue] != OperationQueue.defaultMaxConcurrentOperationCount {
+                violation("\(record.label) ran outside the slots of q\(record.queue), of width \(widths[record.queue])")
+            }
+            _ = outsideGauges[record.queue].enter()
+            return
+        }
         enterSlot(of: record.queue, what: record.label)
+    }
+
+    /// The gauge an operation's body counts in while it runs.
+    func gauge(of record: OperationRecord) -> WidthGauge {
+        record.ranOutsideWidth.load(ordering: .relaxed) ? outsideGauges[record.queue] : gauges[record.queue]
     }
 
     /// At the end of a body (before an asynchronous operation announces that it finished).
@@ -225,7 +245,7 @@ final class StressRound: @unchecked Sendable {
         // operation started on the lent slot runs on after the sleeper wakes (a lowered width
         // stops no running operation; nothing new starts meanwhile). The body cannot see when
         // the queue started the other one, so the sleeper counts apart until its body ends.
-        gauges[record.queue].leave(endingWait: record.waitedInBody.exchange(false, ordering: .relaxed))
+        gauge(of: record).leave(endingWait: record.waitedInBody.exchange(false, ordering: .relaxed))
         record.bodyEnds.add(1, ordering: .relaxed)
     }
 

@@ -83,7 +83,7 @@ extension StressRole {
         if chained {
             for (dependency, dependent) in zip(operations, operations.dropFirst()) { dependent.addDependency(dependency) }
         }
-        if !record.waitedInBody.exchange(true, ordering: .relaxed) { round.gauges[record.queue].beginWait() }
+        if !record.waitedInBody.exchange(true, ordering: .relaxed) { round.gauge(of: record).beginWait() }
         queue.addOperations(operations, waitUntilFinished: true) // counted apart until the body ends
         round.nestedWaits.add(1, ordering: .relaxed)
         for operation in operations where !operation.isFinished {

@@ -1,0 +1,118 @@
+/*
+ * own_class_run.c — a default-width queue counts its width per class: a task whose own QoS is
+ * above its queue's runs on its own class's workers, outside the queue's slots.
+ *
+ * A queue's slots are held by workers of the queue's class (drain.c), and a task of another
+ * class hops to that class's workers while its drainer sleeps holding the slot (hop.c). On a
+ * default-width queue whose slots all run long lower-class work, a userInteractive task would
+ * wait for one of them to finish (W9 "one queue": a 1 ms background operation, against the
+ * 100 µs a userInteractive task may wait). Apple's runtime bounds a default-width queue per
+ * QoS class instead (GCD's pool limits concurrency per class), and so do we: a task of a class
+ * above its queue's that becomes ready while the queue is not suspended is pushed straight into
+ * the pool of its own class (the queue's placement kept), as a token of its own (a record of
+ * task and queue, allocated here), and runs there as a drainer would run it
+ * (op_drain_run_outside_width: cancellation, promotion, deferral, manual completion, finish).
+ * Its class's workers (one per CPU) are the width it counts against.
+ *
+ * What holds as for any task of the queue: it counts in the queue's `busy` from its submit
+ * until it finished (waits for the queue's idle see it, the queue lives until then); it is in
+ * the registry (cancelAll, barriers: a barrier is a dependency, so it starts only once it is
+ * ready); a queue suspended, or given an explicit width, before the worker starts it gets it
+ * back (into the stash, which drainers take first) and runs it under its slots. What differs:
+ * such tasks start in the order their class's pool hands out tokens (FIFO), not by
+ * queuePriority among the queue's other ready tasks — they start at once where the pool has a
+ * free worker, which is the point.
+ *
+ * Left in the queue (the slots run it as before): tasks of the queue's class or below, tasks of a
+ * queue of explicit width (its width is a limit the caller chose), tasks with a thread priority
+ * (their hop carries the queue's slot), a task whose record cannot be allocated, executor jobs
+ * (op_queue_submit_job: they never come here).
+ *
+ * The task's OP_STATE_TAKEN is set here (a re-band then pushes nothing, and an entry a re-band
+ * pushed before is skipped as stale); OP_STATE_OUTSIDE_WIDTH is set with RUNNING, so a manual
+ * completion, a body that blocks visibly (op_queue_will_block) and a hop lend or give back no
+ * slot for it.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+
+typedef struct op_own_class_token {
+    op_token token; /* first: the pool hands this out; also what the body shows the monitor */
+    op_task_t *task;
+    op_queue_t *queue;
+} op_own_class_token;
+
+/* A body running outside the slots holds none: the monitor lends nothing for it (it still
+ * counts the worker blocked, so a spare stands in for its pool). */
+static bool op_own_class_lend_slot(op_token *token, op_local_run_queue_t *ring) {
+    (void)token;
+    (void)ring;
+    return false;
+}
+
+static void op_own_class_take_back_slot(op_token *token) { (void)token; }
+
+static void op_own_class_drain(op_token *token) {
+    op_own_class_token *record = (op_own_class_token *)token;
+    op_queue_t *queue = record->queue;
+    op_task_t *task = record->task;
+    OP_RACE_WINDOW("own class: the worker came, before looking at the queue's state");
+    /* seq_cst: a suspension or a width set before the worker came for the task is seen (the
+     * setters store seq_cst or are ordered before by the caller); one racing with this load has
+     * no order against the start, as for a drainer that took a task a moment before. */
+    if (OP_UNLIKELY(atomic_load_explicit(&queue->suspended, memory_order_seq_cst) ||
+                    atomic_load_explicit(&queue->width, memory_order_seq_cst) >= 0)) {
+        free(record);
+        /* Back under the queue's slots, first in line (the stash holds claimed tasks). A unit
+         * of our own keeps the queue alive across the stash, after which a drainer may run and
+         * finish the task; the dispatch's subtraction is our last touch. */
+        op_queue_busy_add(queue, 1);
+        op_queue_stash(queue, task);
+        op_queue_dispatch_sub(queue, 1, 1);
+        return;
+    }
+    op_drain_run_outside_width(queue, task, token);
+    free(record);
+}
+
+static const op_token_class op_own_class_token_class = {
+    .drain = op_own_class_drain,
+    .lend_slot = op_own_class_lend_slot,
+    .take_back_slot = op_own_class_take_back_slot,
+    .home = NULL, /* stays in its class's pool: the task's class, not the queue's, chose it */
+};
+
+bool op_queue_run_in_own_class(op_queue_t *queue, op_task_t *task) {
+    /* relaxed: the caller's own settings, or a race with a setter that op_own_class_drain's
+     * second look resolves. */
+    if (atomic_load_explicit(&queue->width, memory_order_relaxed) >= 0 ||
+        atomic_load_explicit(&queue->suspended, memory_order_relaxed)) {
+        return false;
+    }
+    int qos = atomic_load_explicit((_Atomic int8_t *)&task->qos, memory_order_relaxed);
+    if (qos <= (int)atomic_load_explicit(&queue->qos, memory_order_relaxed) ||
+        op_task_nice_delta(task) != 0) {
+        return false;
+    }
+    /* acquire: pairs with the release store in op_queue_place (the placement is built). */
+    const op_placement *placement = atomic_load_explicit(&queue->placement, memory_order_acquire);
+    op_pool *target = placement ? op_placement_pool(placement, (op_qos_t)qos)
+                                : op_pool_for((op_qos_t)qos);
+    if (!target) return false;
+    op_own_class_token *record = malloc(sizeof *record);
+    if (!record) return false;
+    /* acq_rel: against a re-band's CAS on the same word (one of the two comes first: a re-band
+     * before us pushed an entry that is skipped as stale once TAKEN is set; one after us sees
+     * TAKEN and pushes nothing). Nobody else sets TAKEN before the task is in the bands. */
+    uint32_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&task->state, &state, state | OP_STATE_TAKEN,
+                                                  memory_order_acq_rel, memory_order_relaxed)) {
+    }
+    OP_RACE_WINDOW("own class: taken, before the push into its class's pool");
+    record->token.cls = &op_own_class_token_class;
+    record->task = task;
+    record->queue = queue;
+    op_pool_push_token(target, &record->token); /* last touch of the queue */
+    return true;
+}

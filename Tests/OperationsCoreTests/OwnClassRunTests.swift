@@ -1,0 +1,291 @@
+// OwnClassRunTests.swift — a default width is counted per class (own_class_run.c): a task whose
+// own QoS is above its default-width queue's runs on its own class's workers, outside the
+// queue's slots, so it does not wait for the queue's long lower-class work (W9 "one queue");
+// an explicit width, a suspension, manual completion and deferral hold as for any task.
+//
+// The slots are held by bodies that spin (not sleep), so the blocked-worker monitor, which
+// lends the slot of a body asleep a whole tick, never frees one: only the per-class count can
+// let the higher-class task start. One serialized suite with the process to itself: the spinners
+// take every CPU.
+import Glibc
+import OperationsCore
+import Synchronization
+import Testing
+
+/// Spinning bodies that hold their queue's slots until released (at most Limits.waitNs).
+private final class Spinners: Sendable {
+    let started = Latch()
+    let release = Atomic<Bool>(false)
+    init() {}
+}
+
+private let spinnerBody: TaskBody = { context in
+    let spinners = contextObject(context, as: Spinners.self)
+    spinners.started.arrive()
+    let start = monotonicNs()
+    while !spinners.release.load(ordering: .acquiring) && monotonicNs() - start < Limits.waitNs {
+        for _ in 0..<64 { _ = spinners.release.load(ordering: .relaxed) }
+    }
+}
+
+/// What the higher-class task saw when it ran.
+private final class Probe: Sendable {
+    let ran = Latch()
+    let runs = Atomic<Int>(0)
+    let nice = Atomic<Int32>(Int32.min)
+    let outside = Atomic<Bool>(false)
+    /// Whether the spinners were still holding every slot when the body ran.
+    let whileHeld = Atomic<Bool>(false)
+    let spinners: Spinners
+    /// Bodies that defer their task once before running for real.
+    let defersOnce: Bool
+    init(spinners: Spinners, defersOnce: Bool = false) {
+        self.spinners = spinners
+        self.defersOnce = defersOnce
+    }
+}
+
+private let probeBody: TaskBody = { context in
+    let probe = contextObject(context, as: Probe.self)
+    let task = op_task_current()!
+    if probe.defersOnce && probe.runs.add(1, ordering: .relaxed).newValue == 1 {
+        #expect(op_task_defer(task) == 0)
+        return
+    }
+    probe.whileHeld.store(!probe.spinners.release.load(ordering: .acquiring), ordering: .relaxed)
+    probe.nice.store(op_current_thread_nice(), ordering: .relaxed)
+    probe.outside.store(op_task_runs_outside_width(task), ordering: .relaxed)
+    probe.ran.open()
+}
+
+/// One task of the race rounds: how often its body ran, whether it completes itself later.
+private final class RaceTask: Sendable {
+    let runs = Atomic<Int>(0)
+    let completesLater: Bool
+    init(completesLater: Bool) { self.completesLater = completesLater }
+}
+
+private let raceBody: TaskBody = { context in
+    let task = contextObject(context, as: RaceTask.self)
+    task.runs.add(1, ordering: .relaxed)
+    var spin = 0
+    for i in 0..<Int.random(in: 0..<2000) { spin &+= i }
+    withExtendedLifetime(spin) {}
+}
+
+@Suite(.needsQuietProcess, .serialized) struct OwnClassRunTests {
+    private var width: Int { Int(currentTopology().default_width) }
+    private var userInteractiveNice: Int32 { op_runtime_nice_for(OP_QOS_USER_INTERACTIVE, 0.5) }
+
+    /// Submits `width` spinners to `queue` and waits until they all run; nil (an issue recorded)
+    /// otherwise, with the spinners released.
+    private func holdEverySlot(of queue: OpaquePointer, slots: Int) throws -> Spinners? {
+        let spinners = Spinners()
+        let context = contextPointer(spinners)
+        for _ in 0..<slots { #expect(op_queue_submit_f(queue, spinnerBody, context) == 0) }
+        guard spinners.started.wait(for: slots) else {
+            spinners.release.store(true, ordering: .releasing)
+            Issue.record("only \(spinners.started.arrivals) of \(slots) spinners started")
+            return nil
+        }
+        return spinners
+    }
+
+    @Test func aHigherClassTaskRunsWhileEverySlotOfItsDefaultWidthQueueIsHeld() throws {
+        let queue = try makeQueue("own-class", qos: OP_QOS_UTILITY)
+        defer { op_queue_release(queue) }
+        guard let spinners = try holdEverySlot(of: queue, slots: width) else { return }
+        defer { spinners.release.store(true, ordering: .releasing) }
+        let probe = Probe(spinners: spinners)
+        let task = try makeTask(probeBody, contextPointer(probe), qos: qosAttr(OP_QOS_USER_INTERACTIVE))
+        defer { op_task_release(task) }
+        #expect(op_queue_submit(queue, task) == 0)
+        let ran = probe.ran.wait(seconds: Limits.waitSeconds)
+        #expect(ran, "the userInteractive task waited behind the \(width) utility bodies holding the slots")
+        let whileHeld = probe.whileHeld.load(ordering: .relaxed)
+        let outside = probe.outside.load(ordering: .relaxed)
+        #expect(whileHeld, "it ran only after the slots were given back")
+        #expect(outside && op_task_runs_outside_width(task))
+        #expect(probe.nice.load(ordering: .relaxed) == userInteractiveNice,
+                "it ran at nice \(probe.nice.load(ordering: .relaxed)), not userInteractive's \(userInteractiveNice)")
+        spinners.release.store(true, ordering: .releasing)
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+        // The slots are intact: the queue runs `width` spinners at once again, no more.
+        guard let again = try holdEverySlot(of: queue, slots: width) else { return }
+        defer { again.release.store(true, ordering: .releasing) }
+        let extra = Spinners()
+        #expect(op_queue_submit_f(queue, spinnerBody, contextPointer(extra)) == 0)
+        #expect(!extra.started.wait(seconds: Double(Limits.quietNs) / 1e9),
+                "a task of the queue's own class started beyond the width")
+        again.release.store(true, ordering: .releasing)
+        extra.release.store(true, ordering: .releasing)
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+    }
+
+    @Test func anExplicitWidthHoldsForAHigherClassTask() throws {
+        let queue = try makeQueue("own-class-explicit", qos: OP_QOS_UTILITY, width: Int32(width))
+        defer { op_queue_release(queue) }
+        guard let spinners = try holdEverySlot(of: queue, slots: width) else { return }
+        defer { spinners.release.store(true, ordering: .releasing) }
+        let probe = Probe(spinners: spinners)
+        let task = try makeTask(probeBody, contextPointer(probe), qos: qosAttr(OP_QOS_USER_INTERACTIVE))
+        defer { op_task_release(task) }
+        #expect(op_queue_submit(queue, task) == 0)
+        #expect(!probe.ran.wait(seconds: Double(Limits.quietNs) / 1e9),
+                "a queue of explicit width \(width) started a fifth task while \(width) held it")
+        spinners.release.store(true, ordering: .releasing)
+        #expect(probe.ran.wait(seconds: Limits.waitSeconds))
+        #expect(!op_task_runs_outside_width(task))
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+    }
+
+    @Test func aSuspendedQueueKeepsItsHigherClassTaskUntilResumed() throws {
+        let queue = try makeQueue("own-class-suspended", qos: OP_QOS_UTILITY)
+        defer { op_queue_release(queue) }
+        op_queue_set_suspended(queue, true)
+        let probe = Probe(spinners: Spinners())
+        let task = try makeTask(probeBody, contextPointer(probe), qos: qosAttr(OP_QOS_USER_INTERACTIVE))
+        defer { op_task_release(task) }
+        #expect(op_queue_submit(queue, task) == 0)
+        #expect(!probe.ran.wait(seconds: Double(Limits.quietNs) / 1e9), "it ran on a suspended queue")
+        op_queue_set_suspended(queue, false)
+        #expect(probe.ran.wait(seconds: Limits.waitSeconds))
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+    }
+
+    /// The task was already on its way to its class's workers (every one of them busy) when the
+    /// queue was suspended: the worker that comes for it gives it back to the queue, which runs
+    /// it once resumed, under its slots.
+    @Test func aQueueSuspendedBeforeTheWorkerCameTakesItsTaskBack() throws {
+        op_runtime_start_workers(OP_QOS_USER_INTERACTIVE)
+        let workers = Int(op_runtime_worker_count(OP_QOS_USER_INTERACTIVE))
+        let busy = try makeQueue("own-class-busy-workers", qos: OP_QOS_USER_INTERACTIVE, width: Int32(workers))
+        defer { op_queue_release(busy) }
+        guard let spinners = try holdEverySlot(of: busy, slots: workers) else { return }
+        defer { spinners.release.store(true, ordering: .releasing) }
+        let queue = try makeQueue("own-class-suspended-late", qos: OP_QOS_UTILITY)
+        defer { op_queue_release(queue) }
+        let probe = Probe(spinners: Spinners())
+        let task = try makeTask(probeBody, contextPointer(probe), qos: qosAttr(OP_QOS_USER_INTERACTIVE))
+        defer { op_task_release(task) }
+        #expect(op_queue_submit(queue, task) == 0)
+        op_queue_set_suspended(queue, true)
+        spinners.release.store(true, ordering: .releasing)
+        #expect(op_queue_wait(busy, Limits.waitNs) == 0)
+        #expect(!probe.ran.wait(seconds: Double(Limits.quietNs) / 1e9), "it started on a suspended queue")
+        #expect(op_queue_unfinished(queue) == 1)
+        op_queue_set_suspended(queue, false)
+        #expect(probe.ran.wait(seconds: Limits.waitSeconds))
+        #expect(!op_task_runs_outside_width(task), "given back, it runs under the queue's slots")
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+    }
+
+    @Test func aManualCompletionOutsideTheSlotsGivesBackNoSlot() throws {
+        let queue = try makeQueue("own-class-manual", qos: OP_QOS_UTILITY)
+        defer { op_queue_release(queue) }
+        let probe = Probe(spinners: Spinners())
+        let task = try makeTask(probeBody, contextPointer(probe), qos: qosAttr(OP_QOS_USER_INTERACTIVE),
+                                flags: UInt32(OP_TASK_MANUAL_COMPLETION))
+        defer { op_task_release(task) }
+        #expect(op_queue_submit(queue, task) == 0)
+        #expect(probe.ran.wait(seconds: Limits.waitSeconds))
+        let outside = probe.outside.load(ordering: .relaxed)
+        #expect(outside)
+        #expect(op_queue_wait(queue, Limits.quietNs) == ETIMEDOUT, "the queue went idle before the completion")
+        #expect(op_task_complete(task) == 0)
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+        #expect(op_queue_unfinished(queue) == 0)
+        // No slot was given back twice: the width still holds.
+        guard let spinners = try holdEverySlot(of: queue, slots: width) else { return }
+        defer { spinners.release.store(true, ordering: .releasing) }
+        let extra = Spinners()
+        #expect(op_queue_submit_f(queue, spinnerBody, contextPointer(extra)) == 0)
+        #expect(!extra.started.wait(seconds: Double(Limits.quietNs) / 1e9),
+                "a task started beyond the width after the completion")
+        spinners.release.store(true, ordering: .releasing)
+        extra.release.store(true, ordering: .releasing)
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+    }
+
+    /// Seeded rounds: tasks of every class (half above the queue's) on a default-width queue
+    /// while another thread suspends and resumes it, narrows it to an explicit width and back,
+    /// and cancels tasks; manual-completion tasks are completed from that thread. Every task ends
+    /// finished, each body ran at most once (exactly once unless cancelled), the queue drains and
+    /// its width is whole afterwards. Under the race-window build the windows in
+    /// own_class_run.c open between the claim, the push and the worker's look at the queue.
+    @Test func routedTasksRaceWithSuspensionWidthAndCancellation() throws {
+        var random = SeededGenerator("routedTasksRaceWithSuspensionWidthAndCancellation")
+        let seed = random.seed
+        for round in 0..<40 {
+            let queue = try makeQueue("own-class-race", qos: Bool.random(using: &random) ? OP_QOS_BACKGROUND : OP_QOS_UTILITY)
+            let count = Int.random(in: 20...120, using: &random)
+            let records = (0..<count).map { _ in RaceTask(completesLater: Int.random(in: 0..<6, using: &random) == 0) }
+            let tasks = try records.map { record in
+                try makeTask(raceBody, contextPointer(record),
+                             qos: qosAttr(allQoSClasses.randomElement(using: &random)!),
+                             flags: record.completesLater ? UInt32(OP_TASK_MANUAL_COMPLETION) : 0)
+            }
+            let cancelled = Set((0..<count).filter { _ in Int.random(in: 0..<8, using: &random) == 0 })
+            let actions = (0..<30).map { _ in Int.random(in: 0..<4, using: &random) }
+            let disturberSeed = random.next()
+            let handle = SendablePointer(queue)
+            let taskHandles = tasks.map { SendablePointer($0) }
+            let disturbed = runThreads(1) { _ in
+                let queue = handle.raw
+                var local = SeededGenerator(seed: disturberSeed)
+                for action in actions {
+                    switch action {
+                    case 0: op_queue_set_suspended(queue, true)
+                    case 1: op_queue_set_suspended(queue, false)
+                    case 2: op_queue_set_width(queue, Int32.random(in: 1...3, using: &local))
+                    default: op_queue_set_width(queue, OP_WIDTH_DEFAULT)
+                    }
+                    for index in cancelled where Int.random(in: 0..<4, using: &local) == 0 { op_task_cancel(taskHandles[index].raw) }
+                }
+                op_queue_set_width(queue, OP_WIDTH_DEFAULT)
+                op_queue_set_suspended(queue, false)
+            }
+            for task in tasks { #expect(op_queue_submit(queue, task) == 0) }
+            #expect(disturbed, "seed \(seed), round \(round): the disturbing thread did not end")
+            for index in cancelled { op_task_cancel(tasks[index]) }
+            // Manual-completion tasks end when completed: once their body ran, or at once.
+            let start = monotonicNs()
+            for (index, record) in records.enumerated() where record.completesLater {
+                while record.runs.load(ordering: .relaxed) == 0 && !cancelled.contains(index) &&
+                      monotonicNs() - start < Limits.waitNs { sleepNs(100_000) }
+                _ = op_task_complete(tasks[index])
+            }
+            let drained = op_queue_wait(queue, Limits.waitNs)
+            #expect(drained == 0, "seed \(seed), round \(round): the queue did not drain: \(errnoName(drained))")
+            for (index, record) in records.enumerated() {
+                let runs = record.runs.load(ordering: .relaxed)
+                #expect(op_task_is_finished(tasks[index]), "seed \(seed), round \(round): task \(index) did not finish")
+                #expect(runs <= 1, "seed \(seed), round \(round): task \(index) ran \(runs) times")
+                if !cancelled.contains(index) {
+                    #expect(runs == 1, "seed \(seed), round \(round): task \(index) never ran")
+                }
+            }
+            #expect(op_queue_unfinished(queue) == 0)
+            tasks.forEach { op_task_release($0) }
+            op_queue_release(queue)
+            if drained != 0 { return }
+        }
+    }
+
+    @Test func aDeferredTaskOutsideTheSlotsRunsAgainWhenReady() throws {
+        let queue = try makeQueue("own-class-deferred", qos: OP_QOS_UTILITY)
+        defer { op_queue_release(queue) }
+        let probe = Probe(spinners: Spinners(), defersOnce: true)
+        let task = try makeTask(probeBody, contextPointer(probe), qos: qosAttr(OP_QOS_USER_INTERACTIVE))
+        defer { op_task_release(task) }
+        #expect(op_queue_submit(queue, task) == 0)
+        let start = monotonicNs()
+        while probe.runs.load(ordering: .relaxed) == 0 && monotonicNs() - start < Limits.waitNs { sleepNs(1_000_000) }
+        #expect(!probe.ran.wait(seconds: Double(Limits.quietNs) / 1e9), "it ran again while held")
+        op_task_unhold(task)
+        #expect(probe.ran.wait(seconds: Limits.waitSeconds))
+        let outside = probe.outside.load(ordering: .relaxed)
+        #expect(outside)
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+    }
+}
