@@ -200,6 +200,10 @@ int op_task_defer(op_task_t *task) {
 }
 
 void op_task_settle_deferred(op_task_t *task) {
+    /* Once ready again the task may run and finish on another worker at once (its own class's,
+     * own_class_run.c, with no slot of ours in between) and drop its last reference while we
+     * still count it down: a reference of our own across it (found by review). */
+    op_task_retain(task);
     /* acq_rel: clearing QUEUED lets exactly one later ready_now push the task again. */
     uint32_t old = atomic_fetch_and_explicit(
         &task->state, ~(uint32_t)(OP_STATE_DEFER | OP_STATE_RUNNING | OP_STATE_QUEUED |
@@ -208,6 +212,7 @@ void op_task_settle_deferred(op_task_t *task) {
     if (old & OP_STATE_CANCELLED) op_task_ready_now(task, true); /* cancelled: ready at once */
     atomic_fetch_sub_explicit(&task->holds, 1, memory_order_relaxed);
     op_task_count_down(task, 1, true); /* the worker's unit */
+    op_task_release(task);
 }
 
 int op_task_remove_dependency(op_task_t *task, op_task_t *dependency) {

@@ -429,6 +429,14 @@ void op_drain_token(op_token *token) {
             op_queue_stash(queue, task);
             continue;
         }
+        /* A task of a class above the queue's that reached the bands while the queue could not
+         * send it out (suspended, of explicit width, or promoted in the meantime): its own
+         * class's workers run it now, and our slot goes on to the next task. */
+        if (OP_UNLIKELY(atomic_load_explicit((_Atomic int8_t *)&task->qos, memory_order_relaxed) >
+                        (int)op_queue_qos(queue)) &&
+            op_queue_hand_to_own_class(queue, task)) {
+            continue;
+        }
         op_run_result result = op_drain_execute(pool, queue, task, NULL);
         if (result == OP_RAN_DEFERRED) continue; /* still unfinished, still counted in busy */
         if (result == OP_RAN_HANDED_OFF) {

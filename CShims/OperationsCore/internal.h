@@ -135,8 +135,9 @@ enum {
     OP_STATE_CANCELLED = 1u << 4,
     OP_STATE_WAITERS = 1u << 5, /* someone sleeps on the state word */
     OP_STATE_BODY_DONE = 1u << 6, /* the body returned (manual-completion tasks) */
-    /* runs outside its queue's slots, on its own class's workers (own_class_run.c): its
-     * manual completion gives back its busy unit only, no slot */
+    /* handed to its own class's workers, outside its queue's slots (own_class_run.c): its
+     * manual completion gives back its busy unit only, no slot; a promotion is not counted on
+     * its queue */
     OP_STATE_OUTSIDE_WIDTH = 1u << 7,
     OP_STATE_DEFER = 1u << 8,     /* the body asked to go back to waiting (op_task_defer) */
     OP_STATE_TAKEN = 1u << 9,     /* a worker claimed its ready-queue entry (op_queue_take_ready) */
@@ -735,6 +736,10 @@ int op_nice_set_thread(int tid, int nice);
  * true is returned (the token push is the last touch of the queue; the task's busy unit keeps
  * the queue alive until it finished). False: the caller pushes it into the queue as usual. */
 bool op_queue_run_in_own_class(op_queue_t *queue, op_task_t *task);
+/* The same for a task a drainer of `queue` claimed from the queue (it was put there while the
+ * queue was suspended or of explicit width): true when handed to its class's workers (the
+ * drainer goes on with its slot), false when the drainer runs it. */
+bool op_queue_hand_to_own_class(op_queue_t *queue, op_task_t *task);
 
 /* ---- hop.c ---------------------------------------------------------------------------------- */
 

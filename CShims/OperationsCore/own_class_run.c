@@ -14,11 +14,18 @@
  * (op_drain_run_outside_width: cancellation, promotion, deferral, manual completion, finish).
  * Its class's workers (one per CPU) are the width it counts against.
  *
+ * A task that reached the queue's bands while it could not go out (the queue suspended, or of
+ * explicit width, when it became ready) goes out when a drainer takes it, if the queue is of the
+ * default width by then (op_queue_hand_to_own_class): the drainer keeps its slot for the next
+ * task instead of sleeping in a hop.
+ *
  * What holds as for any task of the queue: it counts in the queue's `busy` from its submit
  * until it finished (waits for the queue's idle see it, the queue lives until then); it is in
  * the registry (cancelAll, barriers: a barrier is a dependency, so it starts only once it is
  * ready); a queue suspended, or given an explicit width, before the worker starts it gets it
- * back (into the stash, which drainers take first) and runs it under its slots. What differs:
+ * back (into the stash, which drainers take first) and runs it under its slots. A promotion of
+ * such a task is not counted on its queue (nothing of the queue is ahead of it): it runs at the
+ * raised class through a hop from its class's worker. What differs:
  * such tasks start in the order their class's pool hands out tokens (FIFO), not by
  * queuePriority among the queue's other ready tasks — they start at once where the pool has a
  * free worker, which is the point.
@@ -28,10 +35,11 @@
  * (their hop carries the queue's slot), a task whose record cannot be allocated, executor jobs
  * (op_queue_submit_job: they never come here).
  *
- * The task's OP_STATE_TAKEN is set here (a re-band then pushes nothing, and an entry a re-band
- * pushed before is skipped as stale); OP_STATE_OUTSIDE_WIDTH is set with RUNNING, so a manual
- * completion, a body that blocks visibly (op_queue_will_block) and a hop lend or give back no
- * slot for it.
+ * The task's OP_STATE_TAKEN is set here with OP_STATE_OUTSIDE_WIDTH (a re-band then pushes
+ * nothing, and an entry a re-band pushed before is skipped as stale; one a drainer claimed first
+ * is the drainer's). OUTSIDE_WIDTH tells a manual completion, a body that blocks visibly
+ * (op_queue_will_block), a hop and a promoter that the task holds no slot; it is cleared when
+ * the task is given back to the slots.
  */
 #include "internal.h"
 
@@ -58,15 +66,20 @@ static void op_own_class_drain(op_token *token) {
     op_queue_t *queue = record->queue;
     op_task_t *task = record->task;
     OP_RACE_WINDOW("own class: the worker came, before looking at the queue's state");
-    /* seq_cst: a suspension or a width set before the worker came for the task is seen (the
-     * setters store seq_cst or are ordered before by the caller); one racing with this load has
-     * no order against the start, as for a drainer that took a task a moment before. */
+    /* seq_cst: a suspension (stored seq_cst) or a width set before the worker came for the task
+     * and ordered before it by the caller is seen; one racing with this load has no order
+     * against the start, as for a drainer that took a task a moment before. Given back, the
+     * task is found by the dispatch below or by the setter's own dispatch (its fence pairs with
+     * the stash, as in op_queue_release_slot). */
     if (OP_UNLIKELY(atomic_load_explicit(&queue->suspended, memory_order_seq_cst) ||
                     atomic_load_explicit(&queue->width, memory_order_seq_cst) >= 0)) {
         free(record);
         /* Back under the queue's slots, first in line (the stash holds claimed tasks). A unit
          * of our own keeps the queue alive across the stash, after which a drainer may run and
-         * finish the task; the dispatch's subtraction is our last touch. */
+         * finish the task; the dispatch's subtraction is our last touch. relaxed: the stash's
+         * release publishes the cleared bit to the drainer that takes the task. */
+        atomic_fetch_and_explicit(&task->state, ~(uint32_t)OP_STATE_OUTSIDE_WIDTH,
+                                  memory_order_relaxed);
         op_queue_busy_add(queue, 1);
         op_queue_stash(queue, task);
         op_queue_dispatch_sub(queue, 1, 1);
@@ -83,36 +96,65 @@ static const op_token_class op_own_class_token_class = {
     .home = NULL, /* stays in its class's pool: the task's class, not the queue's, chose it */
 };
 
-bool op_queue_run_in_own_class(op_queue_t *queue, op_task_t *task) {
+/* The pool `task` goes to, or NULL when it stays under the queue's slots. */
+static op_pool *op_own_class_target(op_queue_t *queue, op_task_t *task) {
     /* relaxed: the caller's own settings, or a race with a setter that op_own_class_drain's
      * second look resolves. */
     if (atomic_load_explicit(&queue->width, memory_order_relaxed) >= 0 ||
         atomic_load_explicit(&queue->suspended, memory_order_relaxed)) {
-        return false;
+        return NULL;
     }
     int qos = atomic_load_explicit((_Atomic int8_t *)&task->qos, memory_order_relaxed);
     if (qos <= (int)atomic_load_explicit(&queue->qos, memory_order_relaxed) ||
         op_task_nice_delta(task) != 0) {
-        return false;
+        return NULL;
     }
     /* acquire: pairs with the release store in op_queue_place (the placement is built). */
     const op_placement *placement = atomic_load_explicit(&queue->placement, memory_order_acquire);
-    op_pool *target = placement ? op_placement_pool(placement, (op_qos_t)qos)
-                                : op_pool_for((op_qos_t)qos);
-    if (!target) return false;
-    op_own_class_token *record = malloc(sizeof *record);
-    if (!record) return false;
-    /* acq_rel: against a re-band's CAS on the same word (one of the two comes first: a re-band
-     * before us pushed an entry that is skipped as stale once TAKEN is set; one after us sees
-     * TAKEN and pushes nothing). Nobody else sets TAKEN before the task is in the bands. */
-    uint32_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(&task->state, &state, state | OP_STATE_TAKEN,
-                                                  memory_order_acq_rel, memory_order_relaxed)) {
-    }
+    return placement ? op_placement_pool(placement, (op_qos_t)qos) : op_pool_for((op_qos_t)qos);
+}
+
+/* Hands the taken task to its class's pool; the push is the last touch of the queue. */
+static void op_own_class_push(op_queue_t *queue, op_task_t *task, op_pool *target,
+                              op_own_class_token *record) {
     OP_RACE_WINDOW("own class: taken, before the push into its class's pool");
     record->token.cls = &op_own_class_token_class;
     record->task = task;
     record->queue = queue;
-    op_pool_push_token(target, &record->token); /* last touch of the queue */
+    op_pool_push_token(target, &record->token);
+}
+
+bool op_queue_run_in_own_class(op_queue_t *queue, op_task_t *task) {
+    op_pool *target = op_own_class_target(queue, task);
+    if (!target) return false;
+    op_own_class_token *record = malloc(sizeof *record);
+    if (!record) return false;
+    OP_RACE_WINDOW("own class: before taking the task");
+    /* acq_rel: against a re-band's CAS and a drainer's claim on the same word. A re-band that
+     * came first pushed an entry into the bands; if a drainer claimed that entry (TAKEN) before
+     * us, the task is the drainer's and we are done (it runs there, under a slot: found by
+     * review, a task ran twice). Otherwise our TAKEN makes that entry stale, and a re-band after
+     * us sees TAKEN and pushes nothing. */
+    uint32_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
+    do {
+        if (state & OP_STATE_TAKEN) {
+            free(record);
+            return true; /* handled: a drainer took it */
+        }
+    } while (!atomic_compare_exchange_weak_explicit(&task->state, &state,
+                                                    state | OP_STATE_TAKEN | OP_STATE_OUTSIDE_WIDTH,
+                                                    memory_order_acq_rel, memory_order_relaxed));
+    op_own_class_push(queue, task, target, record);
+    return true;
+}
+
+bool op_queue_hand_to_own_class(op_queue_t *queue, op_task_t *task) {
+    op_pool *target = op_own_class_target(queue, task);
+    if (!target) return false;
+    op_own_class_token *record = malloc(sizeof *record);
+    if (!record) return false;
+    /* relaxed: the task is ours (claimed); the token push publishes the bit with the task. */
+    atomic_fetch_or_explicit(&task->state, OP_STATE_OUTSIDE_WIDTH, memory_order_relaxed);
+    op_own_class_push(queue, task, target, record);
     return true;
 }

@@ -138,8 +138,11 @@ static int op_task_promote_to(op_task_t *task, int qos, bool behind) {
     int old_level = op_state_promoted_qos(state);
     bool counted = state & OP_STATE_PROMO_COUNTED;
     /* Counted on the queue when it has not started (so its queue runs it, and what is ahead of
-     * it, at the raised class), or when it was counted already (the level moves). */
-    bool count = raise && queue && (!(state & OP_STATE_RUNNING) || counted);
+     * it, at the raised class), or when it was counted already (the level moves). Not for a
+     * task handed to its own class's workers (own_class_run.c): nothing of its queue is ahead
+     * of it; it runs at the raised class there (a hop). */
+    bool count = raise && queue &&
+                 (!(state & (OP_STATE_RUNNING | OP_STATE_OUTSIDE_WIDTH)) || counted);
     if (count) {
         op_queue_promo_change(queue, qos, +1);
         if (counted) op_queue_promo_change(queue, old_level, -1);

@@ -577,14 +577,13 @@ void op_queue_will_block(void) {
     /* A body running outside its queue's slots (own_class_run.c) holds none to lend. relaxed:
      * the bit was set by this thread's RUNNING read-modify-write (or the hopper's, which our
      * hop token's acquire ordered). */
-    if (may_lend && !(op_tls_task && (atomic_load_explicit(&op_tls_task->state,
-                                                           memory_order_relaxed) &
-                                      OP_STATE_OUTSIDE_WIDTH))) {
-        op_tls_lent_queue = op_queue_lend_slot(op_tls_queue);
-    }
+    bool outside = op_tls_task && (atomic_load_explicit(&op_tls_task->state,
+                                                         memory_order_relaxed) &
+                                   OP_STATE_OUTSIDE_WIDTH);
+    if (may_lend && !outside) op_tls_lent_queue = op_queue_lend_slot(op_tls_queue);
     /* Lent now, or (not lent by the monitor already) to be lent by the monitor if the queue's
-     * width becomes the default while we wait. */
-    op_worker_wait_settled(!may_lend || op_tls_lent_queue != NULL);
+     * width becomes the default while we wait; outside the slots, nothing to lend ever. */
+    op_worker_wait_settled(!may_lend || op_tls_lent_queue != NULL || outside);
     /* The queue may now start one more of its tasks (on the spare, or any worker); on a queue
      * of another width nothing is lent, but what we flushed still needs a drainer if the width
      * allows one. Our slot keeps the queue alive across both. */

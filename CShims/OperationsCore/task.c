@@ -178,7 +178,7 @@ bool op_task_is_executing(const op_task_t *task) {
 }
 
 bool op_task_runs_outside_width(const op_task_t *task) {
-    /* relaxed: a report; the bit is set with RUNNING, on the thread that runs the body. */
+    /* relaxed: a report (set when handed out, cleared when given back). */
     return atomic_load_explicit(&((op_task_t *)task)->state, memory_order_relaxed) &
            OP_STATE_OUTSIDE_WIDTH;
 }

@@ -234,10 +234,11 @@ bool op_task_is_cancelled(const op_task_t *task);
 /** True from the moment a worker takes the task until it is finished. */
 bool op_task_is_executing(const op_task_t *task);
 bool op_task_is_finished(const op_task_t *task);
-/** True once the task started outside its queue's slots: on a queue of OP_WIDTH_DEFAULT, a task
- *  whose own QoS is above the queue's runs on the workers of its own class and counts against
- *  that class (one worker per CPU), not against the queue's width (a default width is counted
- *  per class, as Apple's runtime does). False before it starts, and for every other task. */
+/** True once the task was handed to the workers of its own class, outside its queue's slots: on
+ *  a queue of OP_WIDTH_DEFAULT, a task whose own QoS is above the queue's counts against its
+ *  class (one worker per CPU), not against the queue's width (a default width is counted per
+ *  class, as Apple's runtime does). False before that, for a task given back to the queue's
+ *  slots (the queue was suspended or given an explicit width first), and for every other task. */
 bool op_task_runs_outside_width(const op_task_t *task);
 /** True when no unfinished dependency holds the task back, or it is cancelled (holds from
  *  op_task_hold / op_task_defer are not counted: they stand for the caller's own condition). */
