@@ -669,6 +669,9 @@ int op_nice_clamp_task(int wanted, int class_nice);
 bool op_nice_can_hold(int nice);
 /* setpriority on the calling thread; returns 0 or errno. */
 int op_nice_set_current_thread(int nice);
+/* time_slice.c: asks the kernel for the short slice of a latency class's worker (the calling
+ * thread); false when off or refused (reported once). */
+bool op_time_slice_shorten_current_thread(void);
 int op_current_tid(void);
 
 /* ---- spawner.c ------------------------------------------------------------------------------ */

@@ -822,6 +822,10 @@ static void *op_worker_main(void *arg) {
     } else {
         op_topology_pin_current_thread(worker->cpu, worker->node);
     }
+    /* The latency classes' workers preempt lower-class work when they wake (time_slice.c). */
+    if (pool->fixed_nice == OP_NICE_UNCHANGED && pool->qos >= OP_QOS_USER_INITIATED) {
+        op_time_slice_shorten_current_thread();
+    }
     worker->base_nice = op_current_thread_nice();
     worker->current_nice = worker->base_nice;
     worker->nice_generation = 0;

@@ -225,6 +225,39 @@ struct WorkerPoolTests {
         #expect(op_runtime_worker_info(qos, -1, &info) == EINVAL)
     }
 
+    /// The latency classes' workers ask the kernel for the shortest time slice (time_slice.c),
+    /// so their wake-ups preempt lower-class bodies; the other classes keep the kernel's
+    /// default. Read from /proc/self/task/TID/sched ("se.slice", Linux 6.6 and later; the custom
+    /// slice from 6.12): skipped with a note where the kernel shows none or keeps one slice.
+    @Test(arguments: allQoSClasses)
+    func latencyClassesWorkersAskForTheShortTimeSlice(qos: op_qos_t) throws {
+        func slice(ofThread tid: Int32) -> Int? {
+            guard let text = try? String(contentsOfFile: "/proc/self/task/\(tid)/sched", encoding: .utf8),
+                  let line = text.split(separator: "\n").first(where: { $0.hasPrefix("se.slice") }),
+                  let value = line.split(separator: ":").last else { return nil }
+            return Int(value.trimmingCharacters(in: .whitespaces))
+        }
+        op_runtime_start_workers(qos)
+        let latency = qos == OP_QOS_USER_INTERACTIVE || qos == OP_QOS_USER_INITIATED
+        guard let own = slice(ofThread: op_current_thread_id()) else {
+            print("[WorkerPoolTests] no se.slice in /proc/self/task/*/sched: time slices not checked")
+            return
+        }
+        for index in 0..<op_runtime_worker_count(qos) {
+            var info = op_worker_info_t()
+            try #require(op_runtime_worker_info(qos, index, &info) == 0)
+            let workerSlice = try #require(slice(ofThread: info.tid), "no se.slice for tid \(info.tid)")
+            if latency {
+                if own == 100_000 { continue }
+                #expect(workerSlice == 100_000,
+                        "\(qosName(qos)) worker \(index) runs with a \(workerSlice) ns slice, not 100 µs (the test thread's: \(own))")
+            } else {
+                #expect(workerSlice == own,
+                        "\(qosName(qos)) worker \(index) runs with a \(workerSlice) ns slice, the default is \(own)")
+            }
+        }
+    }
+
     @Test func runningAsRootAllowsNegativeNiceValues() {
         // The tests run as root (CAP_SYS_NICE); the clamp path is tested in a child process
         // without the privilege (ClampTests).
