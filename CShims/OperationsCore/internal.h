@@ -672,6 +672,9 @@ int op_nice_set_current_thread(int nice);
 /* time_slice.c: asks the kernel for the short slice of a latency class's worker (the calling
  * thread); false when off or refused (reported once). */
 bool op_time_slice_shorten_current_thread(void);
+/* time_slice.c: a worker of another class gives up the short slice it inherited from the
+ * thread that created it (a latency worker, or a body on one). */
+void op_time_slice_reset_current_thread(void);
 int op_current_tid(void);
 
 /* ---- spawner.c ------------------------------------------------------------------------------ */

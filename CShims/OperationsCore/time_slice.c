@@ -3,7 +3,8 @@
  * scheduler for a short time slice, so that their wake-up preempts lower-class work at once.
  *
  * Linux's EEVDF scheduler (6.6 and later) lets a thread that was picked keep its CPU until it
- * used its slice (1.4 ms on the 2-CPU development VM: 0.7 ms scaled by the CPU count), and a
+ * used its slice (1.4 ms seen on the 2-CPU development VM: the base slice scaled by the CPU
+ * count), and a
  * thread that wakes with lag owed waits until the others catch up: a nice −4 worker woken on a
  * CPU where a nice-10 background body runs waited up to 0.95 ms (W12 "wait" p99 1.4 ms against
  * 0.6 ms with no load). Since Linux 6.12 a SCHED_OTHER thread may ask for its own slice
@@ -13,13 +14,22 @@
  * the interface is for; its nice value (its share of the CPU) is unchanged. The cost: such a
  * worker that competes for its CPU with threads of equal weight is switched more often.
  *
- * OPERATIONS_SHORT_SLICE=off leaves the kernel's default. A kernel that refuses it (older than
- * 6.12 ignores the field; a seccomp filter may refuse the call) is reported once on stderr
- * (OPERATIONS_NICE_WARNINGS=0 silences it, as the nice warnings) and changes nothing else.
+ * OPERATIONS_SHORT_SLICE=off leaves the kernel's default. The slice is read back with
+ * sched_getattr (6.12 and later report a fair thread's slice in sched_runtime): a kernel that
+ * refuses the call (a seccomp filter) or ignores the field (older than 6.12: the call succeeds
+ * and the slice stays the default) is reported once on stderr (OPERATIONS_NICE_WARNINGS=0
+ * silences it, as the nice warnings) and changes nothing else. op_runtime_short_time_slice
+ * says what the workers got. The thread keeps its policy (SCHED_FLAG_KEEP_POLICY): one under a
+ * real-time or the idle policy (a process started under chrt) is not asked at all.
+ *
+ * A thread inherits its creator's slice: the workers of the other classes give up the short
+ * one if they got it that way (a latency worker may start them). A thread that a body on a
+ * latency worker creates itself keeps it, as it keeps that worker's nice value.
  */
 #include "internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
@@ -45,36 +55,95 @@ typedef struct op_sched_attr {
 static pthread_once_t op_short_slice_once = PTHREAD_ONCE_INIT;
 static bool op_short_slice_wanted;
 
+/* What the latency workers got: OP_SLICE_UNKNOWN until one asked, then the slice in ns, or 0
+ * when they keep the kernel's default (off, refused, ignored). Every worker gets the same
+ * answer from one kernel, so the last writer wins harmlessly. relaxed: a report, ordering
+ * nothing else. */
+#define OP_SLICE_UNKNOWN (-1)
+static _Atomic int64_t op_short_slice_granted = OP_SLICE_UNKNOWN;
+
 static void op_short_slice_init(void) {
     op_short_slice_wanted = op_env_flag("OPERATIONS_SHORT_SLICE", true);
 }
 
-static void op_report_refused_slice(int error) {
+/* `why` says what the kernel did: "refused (sched_setattr: …)" or "ignored (…)". */
+static void op_report_refused_slice(const char *why) {
     static _Atomic bool reported = false;
     /* relaxed: only decides which caller prints. */
     if (atomic_exchange_explicit(&reported, true, memory_order_relaxed)) return;
     if (!op_env_flag("OPERATIONS_NICE_WARNINGS", true)) return;
     fprintf(stderr,
-            "operations: the short time slice for userInteractive and userInitiated workers was "
-            "refused (sched_setattr: %s); they keep the kernel's default slice, so their "
-            "wake-ups may wait up to that long behind lower-class work. It needs Linux 6.12 or "
-            "later and sched_setattr allowed; OPERATIONS_SHORT_SLICE=off stops asking. Reported "
-            "once.\n",
-            strerror(error));
+            "operations: the kernel %s the 100 us time slice asked for the userInteractive and "
+            "userInitiated workers; they keep the kernel's default slice, so their wake-ups may "
+            "wait up to that long (about 1-3 ms) behind lower-class work on their CPU. It needs "
+            "Linux 6.12 or later and sched_setattr allowed (seccomp); OPERATIONS_SHORT_SLICE=off "
+            "stops asking, OPERATIONS_NICE_WARNINGS=0 silences this. Reported once.\n",
+            why);
+}
+
+int64_t op_runtime_short_time_slice(void) {
+    return atomic_load_explicit(&op_short_slice_granted, memory_order_relaxed);
+}
+
+/* The policies whose threads have a slice of their own (EEVDF's fair class). */
+static bool op_policy_has_slice(int policy) { return policy == SCHED_OTHER || policy == SCHED_BATCH; }
+
+#ifndef SCHED_FLAG_KEEP_POLICY
+#define SCHED_FLAG_KEEP_POLICY 0x08 /* Linux 5.3: the thread keeps its policy and reset-on-fork */
+#endif
+
+/* sched_setattr on the calling thread: its nice value kept, the slice `runtime` (0: the kernel's
+ * default), its policy kept (SCHED_BATCH stays, and so does reset-on-fork). 0 or errno. */
+static int op_set_slice(uint64_t runtime) {
+    op_sched_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.size = sizeof attr;
+    attr.sched_flags = SCHED_FLAG_KEEP_POLICY;
+    attr.sched_nice = op_current_thread_nice(); /* unchanged: only the slice */
+    attr.sched_runtime = runtime;
+    return syscall(SYS_sched_setattr, 0, &attr, 0) == 0 ? 0 : errno;
+}
+
+/* The calling thread's slice as sched_getattr reports it (0 before Linux 6.12), or 0. */
+static uint64_t op_current_slice(void) {
+    op_sched_attr got;
+    memset(&got, 0, sizeof got);
+    if (syscall(SYS_sched_getattr, 0, &got, (unsigned)sizeof got, 0) != 0) return 0;
+    return got.sched_runtime;
 }
 
 bool op_time_slice_shorten_current_thread(void) {
     pthread_once(&op_short_slice_once, op_short_slice_init);
-    if (!op_short_slice_wanted) return false;
-    op_sched_attr attr;
-    memset(&attr, 0, sizeof attr);
-    attr.size = sizeof attr;
-    attr.sched_policy = SCHED_OTHER;
-    attr.sched_nice = op_current_thread_nice(); /* unchanged: only the slice */
-    attr.sched_runtime = OP_SHORT_SLICE_NS;
-    if (syscall(SYS_sched_setattr, 0, &attr, 0) != 0) {
-        op_report_refused_slice(errno);
+    /* A thread under a real-time or the idle policy (the process was started with chrt, say)
+     * keeps it: the call would move it to SCHED_OTHER, or be refused. */
+    if (!op_short_slice_wanted || !op_policy_has_slice(sched_getscheduler(0))) {
+        atomic_store_explicit(&op_short_slice_granted, 0, memory_order_relaxed);
         return false;
     }
+    int error = op_set_slice(OP_SHORT_SLICE_NS);
+    if (error != 0) {
+        char why[96];
+        snprintf(why, sizeof why, "refused (sched_setattr: %s)", strerror(error));
+        op_report_refused_slice(why);
+        atomic_store_explicit(&op_short_slice_granted, 0, memory_order_relaxed);
+        return false;
+    }
+    /* Read it back: a kernel older than 6.12 accepts the call and ignores the field (its
+     * sched_getattr reports 0 there, 6.12 and later the thread's slice). */
+    if (op_current_slice() != OP_SHORT_SLICE_NS) {
+        op_report_refused_slice("ignored (Linux older than 6.12)");
+        atomic_store_explicit(&op_short_slice_granted, 0, memory_order_relaxed);
+        return false;
+    }
+    atomic_store_explicit(&op_short_slice_granted, OP_SHORT_SLICE_NS, memory_order_relaxed);
     return true;
+}
+
+void op_time_slice_reset_current_thread(void) {
+    /* A thread inherits its creator's slice: a worker of another class that a latency worker
+     * (or a body on one) created would run with the short slice. Only that one is undone: a
+     * slice the user set for the thread that created ours is theirs. */
+    if (op_policy_has_slice(sched_getscheduler(0)) && op_current_slice() == OP_SHORT_SLICE_NS) {
+        (void)op_set_slice(0);
+    }
 }

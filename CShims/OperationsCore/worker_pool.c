@@ -825,6 +825,8 @@ static void *op_worker_main(void *arg) {
     /* The latency classes' workers preempt lower-class work when they wake (time_slice.c). */
     if (pool->fixed_nice == OP_NICE_UNCHANGED && pool->qos >= OP_QOS_USER_INITIATED) {
         op_time_slice_shorten_current_thread();
+    } else {
+        op_time_slice_reset_current_thread();
     }
     worker->base_nice = op_current_thread_nice();
     worker->current_nice = worker->base_nice;

@@ -87,6 +87,17 @@ public enum OperationsRuntime {
     /// Whether a wanted nice value had to be clamped for lack of privilege.
     public static var niceWasClamped: Bool { op_runtime_nice_clamped() }
 
+    /// The time slice the userInteractive and userInitiated workers asked the kernel for and
+    /// got: 100 µs, so that their wake-ups preempt lower-class work running on their CPU
+    /// instead of waiting for its slice to end (Linux 6.12 and later; their nice values, their
+    /// share of the CPU, are unchanged). `nil` when they keep the kernel's default slice
+    /// (`OPERATIONS_SHORT_SLICE=off`, or a kernel that refused or ignored the request, which is
+    /// reported once on stderr) or when no worker of those classes has started yet.
+    public static var latencyWorkersTimeSlice: Duration? {
+        let nanoseconds = op_runtime_short_time_slice()
+        return nanoseconds > 0 ? .nanoseconds(nanoseconds) : nil
+    }
+
     /// Whether QoS promotion is on: work that higher-QoS work waits for (`waitUntilFinished()`,
     /// the queue's waits, dependencies) runs at the waiter's class until it finished.
     /// `OPERATIONS_QOS_PROMOTION=off` turns it off at start-up. Setting it turns new promotions

@@ -228,7 +228,8 @@ struct WorkerPoolTests {
     /// The latency classes' workers ask the kernel for the shortest time slice (time_slice.c),
     /// so their wake-ups preempt lower-class bodies; the other classes keep the kernel's
     /// default. Read from /proc/self/task/TID/sched ("se.slice", Linux 6.6 and later; the custom
-    /// slice from 6.12): skipped with a note where the kernel shows none or keeps one slice.
+    /// slice from 6.12): skipped with a note where the kernel shows none, or where the runtime
+    /// found it refused or ignored (op_runtime_short_time_slice() 0).
     @Test(arguments: allQoSClasses)
     func latencyClassesWorkersAskForTheShortTimeSlice(qos: op_qos_t) throws {
         func slice(ofThread tid: Int32) -> Int? {
@@ -243,6 +244,16 @@ struct WorkerPoolTests {
             print("[WorkerPoolTests] no se.slice in /proc/self/task/*/sched: time slices not checked")
             return
         }
+        if latency {
+            // What the runtime says the kernel did: 100 µs, or 0 where it refused or ignored it
+            // (older than 6.12: se.slice is shown from 6.6, a custom slice taken from 6.12).
+            let granted = op_runtime_short_time_slice()
+            #expect(granted == 100_000 || granted == 0, "op_runtime_short_time_slice() = \(granted) after the workers started")
+            if granted == 0 {
+                print("[WorkerPoolTests] the kernel refused or ignored the short time slice: not checked")
+                return
+            }
+        }
         for index in 0..<op_runtime_worker_count(qos) {
             var info = op_worker_info_t()
             try #require(op_runtime_worker_info(qos, index, &info) == 0)
@@ -255,6 +266,32 @@ struct WorkerPoolTests {
                 #expect(workerSlice == own,
                         "\(qosName(qos)) worker \(index) runs with a \(workerSlice) ns slice, the default is \(own)")
             }
+        }
+    }
+
+    /// In a child process (time_slice_probe.c), so the classes start in the order it chooses:
+    /// the background and utility workers that a userInteractive body starts do not keep the
+    /// short slice they inherit from it, and latency workers of a process under SCHED_BATCH get
+    /// the short slice and keep the policy (sched_setattr without SCHED_FLAG_KEEP_POLICY moved
+    /// them to SCHED_OTHER). Skipped with a note where the kernel refused or ignored the slice.
+    @Test(arguments: ["inherit", "batch"])
+    func theShortTimeSliceStaysWithTheLatencyWorkers(mode: String) async throws {
+        let path = try await ProbeBuilder.shared.binary("time_slice_probe").get()
+        let result = await runChild(path, [mode], environment: childEnvironment(), seconds: 60, backtraceOnTimeout: true)
+        try #require(!result.timedOut, "the time-slice probe did not exit:\n\(result)")
+        try #require(result.exitCode == 0, "the time-slice probe failed:\n\(result)")
+        let values = result.values
+        guard values["granted"] == "100000" else {
+            print("[WorkerPoolTests] the kernel refused or ignored the short time slice (granted=\(values["granted"] ?? "?")): not checked")
+            return
+        }
+        #expect(values["latency_short"] == values["latency_workers"] && values["latency_workers"] != "0",
+                "every latency worker runs with the 100 µs slice:\n\(result)")
+        if mode == "batch" {
+            #expect(values["batch_kept"] == values["batch_workers"], "the latency workers left SCHED_BATCH:\n\(result)")
+        } else {
+            #expect(values["other_short"] == "0" && values["other_workers"] != "0",
+                    "workers of other classes kept the slice they inherited from a userInteractive body:\n\(result)")
         }
     }
 

@@ -4,6 +4,7 @@
 import Dispatch
 import Glibc
 import Operations
+import OperationsCore
 import Synchronization
 import Testing
 
@@ -18,6 +19,19 @@ import Testing
         } else {
             #expect(topology.defaultWidth == topology.cpuCount, "no quota: one per CPU:\n\(topology)")
         }
+    }
+
+    /// Once a userInteractive operation ran, its workers' time slice is known: 100 µs where the
+    /// kernel took it (Linux 6.12 and later), nil where it refused or ignored it; the same as the
+    /// core reports.
+    @Test func latencyWorkersTimeSliceIsReportedOnceTheyStarted() {
+        let queue = OperationQueue()
+        queue.qualityOfService = .userInteractive
+        queue.addOperation {}
+        queue.waitUntilAllOperationsAreFinished()
+        let slice = OperationsRuntime.latencyWorkersTimeSlice
+        #expect(slice == nil || slice == .microseconds(100), "\(String(describing: slice))")
+        #expect(slice == (op_runtime_short_time_slice() > 0 ? .microseconds(100) : nil))
     }
 
     /// A default-width queue never runs more operations at once than the reported width.

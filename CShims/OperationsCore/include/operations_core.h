@@ -234,11 +234,13 @@ bool op_task_is_cancelled(const op_task_t *task);
 /** True from the moment a worker takes the task until it is finished. */
 bool op_task_is_executing(const op_task_t *task);
 bool op_task_is_finished(const op_task_t *task);
-/** True once the task was handed to the workers of its own class, outside its queue's slots: on
+/** True while the task is handed to the workers of its own class, outside its queue's slots: on
  *  a queue of OP_WIDTH_DEFAULT, a task whose own QoS is above the queue's counts against its
  *  class (one worker per CPU), not against the queue's width (a default width is counted per
- *  class, as Apple's runtime does). False before that, for a task given back to the queue's
- *  slots (the queue was suspended or given an explicit width first), and for every other task. */
+ *  class, as Apple's runtime does). It stays true once such a task finished. False before it
+ *  was handed out, for a task given back to the queue's slots (the queue was suspended or given
+ *  an explicit width first) or back to waiting (op_task_defer: it is handed out again when
+ *  ready), and for every other task. A width set while such a task runs does not count it. */
 bool op_task_runs_outside_width(const op_task_t *task);
 /** True when no unfinished dependency holds the task back, or it is cancelled (holds from
  *  op_task_hold / op_task_defer are not counted: they stand for the caller's own condition). */
@@ -540,6 +542,11 @@ void op_runtime_set_clamp_warning(bool enabled);
 /** Whether that report is on (OPERATIONS_NICE_WARNINGS, then op_runtime_set_clamp_warning). */
 bool op_runtime_clamp_warning(void);
 
+/** The time slice the userInteractive and userInitiated workers asked the kernel for and got,
+ *  in ns (100 000: their wake-ups preempt lower-class work on their CPU, Linux 6.12+); 0 when
+ *  they keep the kernel's default (OPERATIONS_SHORT_SLICE=off, or a kernel that refused or
+ *  ignored it, reported once on stderr); -1 before any worker of those classes started. */
+int64_t op_runtime_short_time_slice(void);
 /** Starts the workers of a class now (they otherwise start with the first task). */
 void op_runtime_start_workers(op_qos_t qos);
 /** Workers running for a class (0 before they started). */
