@@ -204,11 +204,28 @@ void op_task_settle_deferred(op_task_t *task) {
      * own_class_run.c, with no slot of ours in between) and drop its last reference while we
      * still count it down: a reference of our own across it (found by review). */
     op_task_retain(task);
-    /* acq_rel: clearing QUEUED lets exactly one later ready_now push the task again. */
-    uint32_t old = atomic_fetch_and_explicit(
-        &task->state, ~(uint32_t)(OP_STATE_DEFER | OP_STATE_RUNNING | OP_STATE_QUEUED |
-                                  OP_STATE_TAKEN | OP_STATE_BODY_DONE | OP_STATE_OUTSIDE_WIDTH),
-        memory_order_acq_rel);
+    /* Clearing TAKEN would make valid again an entry that still stands for the task in its
+     * queue's bands with the current generation: one a re-band pushed before the task went out
+     * to its own class's workers (own_class_run.c takes it by its state word, not by that
+     * entry), or a second entry a re-band pushed between QUEUED and the first push. A drainer
+     * popping it would claim a task that is held and not QUEUED (found by review: it ran before
+     * it was ready, and again once ready). So the generation moves on with the clearing, and
+     * every entry pushed before goes stale; the next ready_now pushes one with the new one. */
+    const uint32_t cleared = OP_STATE_DEFER | OP_STATE_RUNNING | OP_STATE_QUEUED | OP_STATE_TAKEN |
+                             OP_STATE_BODY_DONE | OP_STATE_OUTSIDE_WIDTH;
+    /* relaxed first look; the CAS orders. */
+    uint32_t old = atomic_load_explicit(&task->state, memory_order_relaxed);
+    for (;;) {
+        uint32_t next = (old & ~(cleared | OP_STATE_GEN_MASK)) |
+                        ((old + (UINT32_C(1) << OP_STATE_GEN_SHIFT)) & OP_STATE_GEN_MASK);
+        /* acq_rel: clearing QUEUED lets exactly one later ready_now push the task again; against
+         * a claimant's CAS on a stale entry (it sees TAKEN, or the new generation). */
+        if (atomic_compare_exchange_weak_explicit(&task->state, &old, next, memory_order_acq_rel,
+                                                  memory_order_relaxed)) {
+            break;
+        }
+    }
+    OP_RACE_WINDOW("settle deferred: TAKEN cleared, the generation moved on");
     if (old & OP_STATE_CANCELLED) op_task_ready_now(task, true); /* cancelled: ready at once */
     atomic_fetch_sub_explicit(&task->holds, 1, memory_order_relaxed);
     op_task_count_down(task, 1, true); /* the worker's unit */

@@ -430,8 +430,8 @@ void op_drain_token(op_token *token) {
             continue;
         }
         /* A task of a class above the queue's that reached the bands while the queue could not
-         * send it out (suspended, of explicit width, or promoted in the meantime): its own
-         * class's workers run it now, and our slot goes on to the next task. */
+         * send it out (suspended, or of explicit width, when it became ready): its own class's
+         * workers run it now, and our slot goes on to the next task. */
         if (OP_UNLIKELY(atomic_load_explicit((_Atomic int8_t *)&task->qos, memory_order_relaxed) >
                         (int)op_queue_qos(queue)) &&
             op_queue_hand_to_own_class(queue, task)) {

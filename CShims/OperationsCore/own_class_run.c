@@ -33,7 +33,7 @@
  * Left in the queue (the slots run it as before): tasks of the queue's class or below, tasks of a
  * queue of explicit width (its width is a limit the caller chose), tasks with a thread priority
  * (their hop carries the queue's slot), a task whose record cannot be allocated, executor jobs
- * (op_queue_submit_job: they never come here).
+ * (op_queue_submit_job: a job's chain stays on the worker that runs it).
  *
  * The task's OP_STATE_TAKEN is set here with OP_STATE_OUTSIDE_WIDTH (a re-band then pushes
  * nothing, and an entry a re-band pushed before is skipped as stale; one a drainer claimed first
@@ -104,8 +104,11 @@ static op_pool *op_own_class_target(op_queue_t *queue, op_task_t *task) {
         atomic_load_explicit(&queue->suspended, memory_order_relaxed)) {
         return NULL;
     }
+    /* An executor's job stays where its chain runs (a drainer's local run queue, jobs pushed
+     * by a running job), with no record to allocate: flags are written before the submit. */
     int qos = atomic_load_explicit((_Atomic int8_t *)&task->qos, memory_order_relaxed);
-    if (qos <= (int)atomic_load_explicit(&queue->qos, memory_order_relaxed) ||
+    if ((task->flags & OP_TASK_IS_JOB) ||
+        qos <= (int)atomic_load_explicit(&queue->qos, memory_order_relaxed) ||
         op_task_nice_delta(task) != 0) {
         return NULL;
     }
