@@ -34,7 +34,11 @@ extension NotificationCenter {
     }
 }
 
-@Suite(.sharesProcess) struct ClientExtensionTests {
+/// The process to itself: the client's async body runs in a Swift task, which needs a thread of
+/// the cooperative pool (two on a 2-CPU machine), and other suites' synchronous tests hold those
+/// threads for seconds (the liveness fuzz for 11 s: in CI the task then did not run within the
+/// test's 10 s deadline).
+@Suite(.needsQuietProcess) struct ClientExtensionTests {
     // Async, and waiting without blocking a thread: the client's body runs in a task, which
     // needs a thread of the cooperative pool (two threads on a 2-CPU machine).
     @Test func aClientsAsyncAddOperationExtensionIsCalledWithATrailingClosure() async throws {
