@@ -314,6 +314,10 @@ struct op_queue {
     _Atomic bool compact_requested;        /* an idle queue asked for a compaction */
     _Atomic bool compact_scheduled;        /* op_registry_compact_elsewhere is pending */
     _Atomic uint64_t releasing;            /* contexts removed but not yet released */
+    /* Removed lists waiting to be released elsewhere (registry.c: the maintenance queue, or a
+     * waiter of the queue that helps), under release_lock. */
+    struct op_release_job *release_jobs;
+    pthread_mutex_t release_lock;
     alignas(OP_CACHE_LINE) pthread_mutex_t registry_lock; /* compaction, listing, barriers */
     /* The amortised-compaction threshold: tasks kept by the last compaction (written under
      * the lock), and finishes counted by finishing threads (in steps of

@@ -104,6 +104,8 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     atomic_init(&queue->compact_requested, false);
     atomic_init(&queue->compact_scheduled, false);
     atomic_init(&queue->releasing, 0);
+    queue->release_jobs = NULL;
+    pthread_mutex_init(&queue->release_lock, NULL);
     pthread_mutex_init(&queue->registry_lock, NULL);
     atomic_init(&queue->registry_kept, 0);
     atomic_init(&queue->registry_finishes_at_compaction, 0);

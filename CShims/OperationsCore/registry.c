@@ -102,38 +102,100 @@ typedef struct op_release_batch {
 } op_release_batch;
 static _Thread_local op_release_batch *op_tls_release_batches;
 
-/* Releases a maintenance worker runs between two yields of its CPU. A compaction on a busy queue
- * releases 1024 and more finished contexts (Swift operations and what their closures hold, some
- * 100 ns each): in one go that kept a CPU for a few hundred microseconds, and the kernel let the
+/* Releases taken at once, a slice: a waiter of the queue and the maintenance worker take the
+ * lists waiting to be released a slice at a time, so several threads share one long list. A
+ * maintenance worker gives its CPU away between two slices: a compaction on a busy queue releases
+ * 1024 and more finished contexts (Swift operations and what their closures hold, some 100 ns
+ * each): in one go that kept a CPU for a few hundred microseconds, and the kernel let the
  * background-class worker finish its time slice before a woken latency-sensitive worker of the
  * same CPU ran (W7 stream p99 of the Swift layer on 2 CPUs: 0.5–0.9 ms instead of 30 µs). */
 #define OP_RELEASE_SLICE 128
 
-/* Releases what compaction removed: each context (release_context), then the registry's
- * reference on the task. Called without the registry lock. */
-static void op_registry_release_removed(op_queue_t *queue, op_task_t *removed) {
-    if (!removed) return;
+/* A removed list waiting in its queue's release_jobs (under release_lock) to be released, a
+ * slice at a time, by whoever takes it: the thread that removed it, the maintenance queue, or a
+ * waiter of the queue (op_registry_compact_now). */
+typedef struct op_release_job {
+    struct op_release_job *next;
+    op_task_t *removed; /* chained by registry_next */
+} op_release_job;
+
+/* Releases `slice`: each context (release_context), then the registry's reference on the task.
+ * Called without the registry lock. */
+static void op_registry_release_slice(op_queue_t *queue, op_task_t *slice) {
     op_release_batch batch = {.outer = op_tls_release_batches};
     op_tls_release_batches = &batch;
     op_task_fn release = queue->release_context;
-    unsigned in_slice = 0;
-    while (removed) {
-        if (++in_slice > OP_RELEASE_SLICE) {
-            /* release: a waiter that sees the count drop sees the contexts released. Once per
-             * slice, not once per task: a waiter waits for the whole batch anyway. */
-            atomic_fetch_sub_explicit(&queue->releasing, in_slice - 1, memory_order_release);
-            in_slice = 1;
-            /* Tidying at background class: whoever waits for this CPU runs first. */
-            if (op_maintenance_is_current()) sched_yield();
-        }
-        op_task_t *next = removed->registry_next;
+    uint64_t count = 0;
+    while (slice) {
+        op_task_t *next = slice->registry_next;
         OP_RACE_WINDOW("registry: before releasing a finished context");
-        if (release) release(op_task_user_context(removed));
-        op_task_release(removed);
-        removed = next;
+        if (release) release(op_task_user_context(slice));
+        op_task_release(slice);
+        slice = next;
+        count++;
     }
-    atomic_fetch_sub_explicit(&queue->releasing, in_slice, memory_order_release);
+    /* release: a waiter that sees the count drop sees the contexts released. Once per slice,
+     * not once per task: a waiter waits for the whole of it anyway. */
+    atomic_fetch_sub_explicit(&queue->releasing, count, memory_order_release);
     op_tls_release_batches = batch.outer;
+}
+
+/* Takes up to OP_RELEASE_SLICE tasks of the queue's waiting lists, chained by registry_next, or
+ * NULL when none wait. The caller releases them (op_registry_release_slice). */
+static op_task_t *op_registry_take_release_slice(op_queue_t *queue) {
+    pthread_mutex_lock(&queue->release_lock);
+    op_release_job *job = queue->release_jobs;
+    if (!job) {
+        pthread_mutex_unlock(&queue->release_lock);
+        return NULL;
+    }
+    op_task_t *slice = job->removed, *last = slice;
+    for (unsigned n = 1; n < OP_RELEASE_SLICE && last->registry_next; n++) last = last->registry_next;
+    job->removed = last->registry_next;
+    last->registry_next = NULL;
+    op_release_job *done = NULL;
+    if (!job->removed) {
+        queue->release_jobs = job->next;
+        done = job;
+    }
+    pthread_mutex_unlock(&queue->release_lock);
+    free(done);
+    return slice;
+}
+
+/* Releases the queue's waiting lists here, a slice at a time, until none is left. */
+static void op_registry_release_waiting(op_queue_t *queue) {
+    bool maintenance = op_maintenance_is_current();
+    for (op_task_t *slice; (slice = op_registry_take_release_slice(queue));) {
+        op_registry_release_slice(queue, slice);
+        /* Tidying at background class: whoever waits for this CPU runs first. */
+        if (maintenance) sched_yield();
+    }
+}
+
+/* Puts `removed` in the queue's waiting lists; false when out of memory. */
+static bool op_registry_add_release_job(op_queue_t *queue, op_task_t *removed) {
+    op_release_job *job = malloc(sizeof *job);
+    if (!job) return false;
+    job->removed = removed;
+    pthread_mutex_lock(&queue->release_lock);
+    job->next = queue->release_jobs;
+    queue->release_jobs = job;
+    pthread_mutex_unlock(&queue->release_lock);
+    return true;
+}
+
+/* Releases what compaction removed, here: the list waits with the others, so that a waiter of
+ * the queue can take slices of it meanwhile (the maintenance queue's releases ran at background
+ * class, slowly behind the queue's own workers, while the waiter spun until they were done: most
+ * of W5's and W6's tail), and this thread releases slices until none waits. */
+static void op_registry_release_removed(op_queue_t *queue, op_task_t *removed) {
+    if (!removed) return;
+    if (!op_registry_add_release_job(queue, removed)) {
+        op_registry_release_slice(queue, removed); /* out of memory: the list in one go */
+        return;
+    }
+    op_registry_release_waiting(queue);
 }
 
 static bool op_registry_release_elsewhere(op_queue_t *queue, op_task_t *removed);
@@ -185,11 +247,13 @@ void op_registry_compact_now(op_queue_t *queue) {
     if (!queue->tracking) return;
     pthread_mutex_lock(&queue->registry_lock);
     op_registry_unlock(queue, op_registry_compact_locked(queue));
-    /* Another thread may still be releasing what it removed before we took the lock. Each
-     * release is short; wait for them so every finished context is released on return. Not
-     * from inside a release (see op_release_batch): there only what we removed ourselves is
-     * released on return. */
+    /* Another thread may still be releasing what it removed before we took the lock. Not from
+     * inside a release (see op_release_batch): there only what waited when we looked is
+     * released on return. Otherwise every finished context is released on return: what still
+     * waits (sent to the maintenance queue, or removed by another thread) we release here, and
+     * then wait only for the slices other threads are releasing now. */
     if (op_tls_release_batches) return;
+    op_registry_release_waiting(queue);
     int64_t start = op_now_ns();
     while (atomic_load_explicit(&queue->releasing, memory_order_acquire) != 0) {
         op_spin_pause(op_now_ns() - start);
@@ -206,32 +270,23 @@ static void op_registry_compact_task(void *context) {
     op_queue_release(queue); /* the reference op_registry_compact_elsewhere took */
 }
 
-/* A list of removed tasks to release on the maintenance queue. */
-typedef struct op_release_job {
-    op_queue_t *queue;
-    op_task_t *removed;
-} op_release_job;
-
+/* The maintenance queue's part: releases the queue's waiting lists (a waiter may take slices
+ * meanwhile; this task may find nothing left). */
 static void op_registry_release_task(void *context) {
-    op_release_job *job = context;
-    op_registry_release_removed(job->queue, job->removed);
-    op_queue_release(job->queue);
-    free(job);
+    op_queue_t *queue = context;
+    op_registry_release_waiting(queue);
+    op_queue_release(queue); /* the reference op_registry_release_elsewhere took */
 }
 
 static bool op_registry_release_elsewhere(op_queue_t *queue, op_task_t *removed) {
-    op_release_job *job = malloc(sizeof *job);
-    if (!job) {
-        free(job);
-        return false; /* out of memory: released here after all */
-    }
-    job->queue = queue;
-    job->removed = removed;
-    op_queue_retain(queue); /* `releasing` counts the list until it is released */
-    if (!op_maintenance_submit(op_registry_release_task, job)) {
+    /* Waiting before the task is submitted, so the task finds it (the lock orders the two). */
+    if (!op_registry_add_release_job(queue, removed)) return false; /* released here after all */
+    /* The queue lives until the task ran: `releasing` counts the list until it is released. */
+    op_queue_retain(queue);
+    if (!op_maintenance_submit(op_registry_release_task, queue)) {
+        /* Out of memory: the list stays waiting, for the queue's next waiter or compaction, or
+         * its destruction. */
         op_queue_release(queue);
-        free(job);
-        return false;
     }
     return true;
 }
@@ -396,13 +451,15 @@ int op_queue_submit_barrier(op_queue_t *queue, op_task_t *task) {
 }
 
 void op_registry_destroy(op_queue_t *queue) {
-    if (!queue->tracking) {
-        pthread_mutex_destroy(&queue->registry_lock);
-        return;
-    }
     /* Every task finished (the queue is idle), and nobody else can reach the queue. */
-    op_registry_release_removed(queue, op_registry_compact_locked(queue));
-    op_task_t *barrier = atomic_exchange_explicit(&queue->barrier, NULL, memory_order_acquire);
-    if (barrier) op_task_release(barrier);
+    if (queue->tracking) op_registry_release_removed(queue, op_registry_compact_locked(queue));
+    /* A list waits here only if its maintenance task could not be submitted (out of memory: each
+     * task holds a queue reference until it ran). */
+    op_registry_release_waiting(queue);
+    pthread_mutex_destroy(&queue->release_lock);
+    if (queue->tracking) {
+        op_task_t *barrier = atomic_exchange_explicit(&queue->barrier, NULL, memory_order_acquire);
+        if (barrier) op_task_release(barrier);
+    }
     pthread_mutex_destroy(&queue->registry_lock);
 }

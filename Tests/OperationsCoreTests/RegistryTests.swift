@@ -118,6 +118,23 @@ struct RegistryTests {
         #expect(op_queue_wait(queue, Limits.waitNs) == 0)
     }
 
+    /// In a child process (release_help_probe.c: it holds every background worker, the
+    /// maintenance queue's class): a wait for a tracking queue returns with every finished
+    /// context released while the background class is held, releasing itself what a body's
+    /// listing of its own queue sent to the maintenance queue. Before, the waiter spun until the
+    /// background class ran again (here 20 s later, when the spinners gave up).
+    @Test func aWaiterReleasesWhatWaitsForTheMaintenanceQueue() async throws {
+        let path = try await ProbeBuilder.shared.binary("release_help_probe").get()
+        let result = await runChild(path, [], environment: childEnvironment(), seconds: 90, backtraceOnTimeout: true)
+        try #require(!result.timedOut, "the release-help probe did not exit:\n\(result)")
+        try #require(result.exitCode == 0, "the release-help probe failed:\n\(result)")
+        let values = result.values
+        #expect(values["wait_rc"] == "0", "\(result)")
+        #expect(values["released"] == values["submitted"], "not every finished context was released on return:\n\(result)")
+        #expect(values["spinners_running"] == "1",
+                "the wait returned only after the background class ran again (\(values["wait_ms"] ?? "?") ms):\n\(result)")
+    }
+
     @Test func listingShowsUnfinishedTasksOldestFirstAndReleasesEachContextOnce() throws {
         let probe = RegistryProbe()
         let queue = try makeTrackedQueue("listing")

@@ -1,0 +1,98 @@
+/*
+ * release_help_probe.c — a child process for RegistryTests: a waiter of a tracking queue does not
+ * wait for the background class. Spinning bodies hold every background worker (the maintenance
+ * queue's class). A serial tracking queue runs SUBMITTED empty tasks, then one that lists the
+ * queue: the listing compacts the finished ones, and since its thread runs a body of the queue
+ * their releases go to the maintenance queue (registry.c), which cannot run them. op_queue_wait on
+ * the tracking queue must still return, with every finished context released, while the spinners
+ * still hold their workers (the waiter releases what waits). Before, the waiter spun until the
+ * background class came back: here, until the spinners gave up after SPIN_SECONDS.
+ *
+ * Prints wait_rc=, released=, submitted=, spinners_running= (1: the wait returned while every
+ * background worker was still held), wait_ms=; exit 0 once printed, 2 when a call failed or the
+ * spinners did not all start.
+ */
+#include <operations_core.h>
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <time.h>
+
+#define SUBMITTED 1500 /* under 2048: no drainer compacts itself (drain.c) */
+#define SPIN_SECONDS 20
+
+static atomic_int spinners_started;
+static atomic_int spinners_ended;
+static atomic_bool stop_spinning;
+static atomic_int released;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void spinner(void *context) {
+    (void)context;
+    atomic_fetch_add(&spinners_started, 1);
+    double start = now_s();
+    while (!atomic_load_explicit(&stop_spinning, memory_order_relaxed) && now_s() - start < SPIN_SECONDS) {
+    }
+    atomic_fetch_add(&spinners_ended, 1);
+}
+
+static void empty_body(void *context) { (void)context; }
+
+static void count_task(op_task_t *task, void *arg) {
+    (void)task;
+    ++*(int *)arg;
+}
+
+static op_queue_t *tracked;
+static int listed = -1;
+
+/* Lists its own queue: the listing compacts what finished before it. */
+static void lister_body(void *context) {
+    (void)context;
+    int count = 0;
+    op_queue_for_each(tracked, count_task, &count);
+    listed = count;
+}
+
+static void release_context(void *context) {
+    (void)context;
+    atomic_fetch_add_explicit(&released, 1, memory_order_relaxed);
+}
+
+int main(void) {
+    op_runtime_start_workers(OP_QOS_BACKGROUND);
+    int workers = op_runtime_worker_count(OP_QOS_BACKGROUND);
+    op_queue_t *background = op_queue_create("spinners", OP_QOS_BACKGROUND, workers);
+    if (!background || workers <= 0) return 2;
+    for (int i = 0; i < workers; i++) {
+        if (op_queue_submit_f(background, spinner, NULL) != 0) return 2;
+    }
+    double start = now_s();
+    while (atomic_load(&spinners_started) < workers) {
+        if (now_s() - start > 10) return 2;
+    }
+    op_queue_t *queue = tracked = op_queue_create("tracked", OP_QOS_DEFAULT, 1);
+    if (!queue || op_queue_set_tracking(queue, release_context) != 0) return 2;
+    static int contexts[SUBMITTED + 1];
+    for (int i = 0; i < SUBMITTED; i++) {
+        if (op_queue_submit_f(queue, empty_body, &contexts[i]) != 0) return 2;
+    }
+    if (op_queue_submit_f(queue, lister_body, &contexts[SUBMITTED]) != 0) return 2;
+    double wait_start = now_s();
+    int rc = op_queue_wait(queue, 60LL * 1000000000LL);
+    double waited = now_s() - wait_start;
+    int running = atomic_load(&spinners_ended) == 0;
+    printf("wait_rc=%d\nreleased=%d\nsubmitted=%d\nlisted=%d\nspinners_running=%d\nwait_ms=%.1f\n",
+           rc, atomic_load(&released), SUBMITTED + 1, listed, running, waited * 1e3);
+    fflush(stdout);
+    atomic_store(&stop_spinning, true);
+    op_queue_wait(background, 30LL * 1000000000LL);
+    op_queue_release(queue);
+    op_queue_release(background);
+    return 0;
+}
