@@ -113,7 +113,10 @@ open class OperationQueue: @unchecked Sendable {
     /// No priority inversion: the unfinished dependencies of an operation added here (and
     /// theirs) run at least at its QoS until they finished.
     func promoteDependencies(of operation: Operation) {
-        guard op_runtime_qos_promotion(), !operation.dependencies.isEmpty else { return }
+        // The core's count, not `dependencies` (a lock and a copy of the list on every add):
+        // only unfinished dependencies can be raised, and before the add every one is in the
+        // core's graph.
+        guard op_runtime_qos_promotion(), op_task_unfinished_dependencies(operation.task) != 0 else { return }
         operation.promoteDependencies(to: operation.requestedCoreQoS(on: core))
     }
 
