@@ -160,7 +160,9 @@ static inline int op_state_promoted_qos(uint32_t state) {
  * re-band bumps it. A worker claims a task by setting TAKEN only if the entry's generation is
  * the task's current one, so exactly one entry runs the task and the others are skipped. After
  * 16 re-bands of one waiting task an old entry may match again: the task still runs exactly
- * once, only its position is then that of the older entry. */
+ * once, only its position is then that of the older entry. Settling a deferral (the task goes
+ * back to waiting) bumps it too, and an entry found while the task is not QUEUED is stale
+ * whatever its generation (op_queue_claim_entry). */
 #define OP_STATE_GEN_SHIFT 12
 #define OP_STATE_GEN_MASK (UINT32_C(0xF) << OP_STATE_GEN_SHIFT)
 #define OP_ENTRY_TAG_MASK ((uintptr_t)0xF)
@@ -317,6 +319,7 @@ struct op_queue {
     /* Removed lists waiting to be released elsewhere (registry.c: the maintenance queue, or a
      * waiter of the queue that helps), under release_lock. */
     struct op_release_job *release_jobs;
+    uint64_t release_jobs_made; /* numbers them (never 0); under release_lock */
     pthread_mutex_t release_lock;
     alignas(OP_CACHE_LINE) pthread_mutex_t registry_lock; /* compaction, listing, barriers */
     /* The amortised-compaction threshold: tasks kept by the last compaction (written under
@@ -676,8 +679,8 @@ int op_nice_set_current_thread(int nice);
 /* time_slice.c: asks the kernel for the short slice of a latency class's worker (the calling
  * thread); false when off or refused (reported once). */
 bool op_time_slice_shorten_current_thread(void);
-/* time_slice.c: a worker of another class gives up the short slice it inherited from the
- * thread that created it (a latency worker, or a body on one). */
+/* time_slice.c: a worker of another class (or the monitor, the spawner) gives up the short
+ * slice it inherited from the thread that created it (a latency worker, or a body on one). */
 void op_time_slice_reset_current_thread(void);
 int op_current_tid(void);
 

@@ -105,6 +105,7 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     atomic_init(&queue->compact_scheduled, false);
     atomic_init(&queue->releasing, 0);
     queue->release_jobs = NULL;
+    queue->release_jobs_made = 0;
     pthread_mutex_init(&queue->release_lock, NULL);
     pthread_mutex_init(&queue->registry_lock, NULL);
     atomic_init(&queue->registry_kept, 0);
@@ -453,7 +454,12 @@ bool op_queue_claim_entry(void *entry, op_task_t **out) {
     /* relaxed first look; the CAS below orders. */
     uint32_t state = atomic_load_explicit(&task->state, memory_order_relaxed);
     for (;;) {
-        if ((state & OP_STATE_TAKEN) || (state & OP_STATE_GEN_MASK) != tag) {
+        /* Stale: claimed, pushed under an older generation, or pushed before the task went
+         * back to waiting (every entry is pushed after QUEUED was won, and only settling a
+         * deferral clears it: that also moves the 4-bit generation on, which could come round
+         * to an old entry's after 16 deferrals). */
+        if ((state & OP_STATE_TAKEN) || !(state & OP_STATE_QUEUED) ||
+            (state & OP_STATE_GEN_MASK) != tag) {
             op_task_release(task); /* the reference the re-band gave this entry */
             return false;
         }

@@ -117,6 +117,7 @@ static _Thread_local op_release_batch *op_tls_release_batches;
 typedef struct op_release_job {
     struct op_release_job *next;
     op_task_t *removed; /* chained by registry_next */
+    uint64_t number;    /* from the queue's release_jobs_made, never 0 */
 } op_release_job;
 
 /* Releases `slice`: each context (release_context), then the registry's reference on the task.
@@ -141,10 +142,15 @@ static void op_registry_release_slice(op_queue_t *queue, op_task_t *slice) {
 }
 
 /* Takes up to OP_RELEASE_SLICE tasks of the queue's waiting lists, chained by registry_next, or
- * NULL when none wait. The caller releases them (op_registry_release_slice). */
-static op_task_t *op_registry_take_release_slice(op_queue_t *queue) {
+ * NULL when none wait: of list number `only` while it waits, or of any list when `only` is 0.
+ * The caller releases them (op_registry_release_slice). */
+static op_task_t *op_registry_take_release_slice(op_queue_t *queue, uint64_t only) {
     pthread_mutex_lock(&queue->release_lock);
-    op_release_job *job = queue->release_jobs;
+    op_release_job **link = &queue->release_jobs;
+    if (only) {
+        while (*link && (*link)->number != only) link = &(*link)->next;
+    }
+    op_release_job *job = *link;
     if (!job) {
         pthread_mutex_unlock(&queue->release_lock);
         return NULL;
@@ -155,7 +161,7 @@ static op_task_t *op_registry_take_release_slice(op_queue_t *queue) {
     last->registry_next = NULL;
     op_release_job *done = NULL;
     if (!job->removed) {
-        queue->release_jobs = job->next;
+        *link = job->next;
         done = job;
     }
     pthread_mutex_unlock(&queue->release_lock);
@@ -163,39 +169,50 @@ static op_task_t *op_registry_take_release_slice(op_queue_t *queue) {
     return slice;
 }
 
-/* Releases the queue's waiting lists here, a slice at a time, until none is left. */
-static void op_registry_release_waiting(op_queue_t *queue) {
-    bool maintenance = op_maintenance_is_current();
-    for (op_task_t *slice; (slice = op_registry_take_release_slice(queue));) {
+/* Releases the queue's waiting lists here, a slice at a time, until none is left. Whether it
+ * released anything. */
+static bool op_registry_release_waiting(op_queue_t *queue) {
+    bool maintenance = op_maintenance_is_current(), released = false;
+    for (op_task_t *slice; (slice = op_registry_take_release_slice(queue, 0));) {
         op_registry_release_slice(queue, slice);
+        released = true;
         /* Tidying at background class: whoever waits for this CPU runs first. */
         if (maintenance) sched_yield();
     }
+    return released;
 }
 
-/* Puts `removed` in the queue's waiting lists; false when out of memory. */
-static bool op_registry_add_release_job(op_queue_t *queue, op_task_t *removed) {
+/* Puts `removed` in the queue's waiting lists; its number (for op_registry_take_release_slice's
+ * `only`), or 0 when out of memory. */
+static uint64_t op_registry_add_release_job(op_queue_t *queue, op_task_t *removed) {
     op_release_job *job = malloc(sizeof *job);
-    if (!job) return false;
+    if (!job) return 0;
     job->removed = removed;
     pthread_mutex_lock(&queue->release_lock);
+    /* Read under the lock: once it is dropped another thread may take the job whole and free
+     * it. */
+    uint64_t number = job->number = ++queue->release_jobs_made;
     job->next = queue->release_jobs;
     queue->release_jobs = job;
     pthread_mutex_unlock(&queue->release_lock);
-    return true;
+    return number;
 }
 
 /* Releases what compaction removed, here: the list waits with the others, so that a waiter of
- * the queue can take slices of it meanwhile (the maintenance queue's releases ran at background
- * class, slowly behind the queue's own workers, while the waiter spun until they were done: most
- * of W5's and W6's tail), and this thread releases slices until none waits. */
+ * the queue can take slices of it meanwhile (while one thread released a long list, at
+ * background class on the maintenance queue, a waiter spun until it was done), and this thread
+ * releases slices of it until none is left. Only of its own list: the thread that takes a queue
+ * idle wakes its waiters after this, and they share what else waits. */
 static void op_registry_release_removed(op_queue_t *queue, op_task_t *removed) {
     if (!removed) return;
-    if (!op_registry_add_release_job(queue, removed)) {
+    uint64_t job = op_registry_add_release_job(queue, removed);
+    if (!job) {
         op_registry_release_slice(queue, removed); /* out of memory: the list in one go */
         return;
     }
-    op_registry_release_waiting(queue);
+    for (op_task_t *slice; (slice = op_registry_take_release_slice(queue, job));) {
+        op_registry_release_slice(queue, slice);
+    }
 }
 
 static bool op_registry_release_elsewhere(op_queue_t *queue, op_task_t *removed);
@@ -248,15 +265,19 @@ void op_registry_compact_now(op_queue_t *queue) {
     pthread_mutex_lock(&queue->registry_lock);
     op_registry_unlock(queue, op_registry_compact_locked(queue));
     /* Another thread may still be releasing what it removed before we took the lock. Not from
-     * inside a release (see op_release_batch): there only what waited when we looked is
-     * released on return. Otherwise every finished context is released on return: what still
-     * waits (sent to the maintenance queue, or removed by another thread) we release here, and
-     * then wait only for the slices other threads are releasing now. */
+     * inside a release (see op_release_batch): there only what we removed ourselves is released
+     * on return. Otherwise every finished context is released on return: what waits (sent to
+     * the maintenance queue, or removed by another thread, which puts its list in the waiting
+     * ones only after it dropped the registry lock: so we look again while we wait) we release
+     * here, and we wait only for the slices other threads are releasing now. */
     if (op_tls_release_batches) return;
-    op_registry_release_waiting(queue);
     int64_t start = op_now_ns();
     while (atomic_load_explicit(&queue->releasing, memory_order_acquire) != 0) {
-        op_spin_pause(op_now_ns() - start);
+        if (op_registry_release_waiting(queue)) {
+            start = op_now_ns();
+        } else {
+            op_spin_pause(op_now_ns() - start);
+        }
     }
 }
 
@@ -284,8 +305,8 @@ static bool op_registry_release_elsewhere(op_queue_t *queue, op_task_t *removed)
     /* The queue lives until the task ran: `releasing` counts the list until it is released. */
     op_queue_retain(queue);
     if (!op_maintenance_submit(op_registry_release_task, queue)) {
-        /* Out of memory: the list stays waiting, for the queue's next waiter or compaction, or
-         * its destruction. */
+        /* Out of memory: the list stays waiting, for the queue's next waiter (op_queue_wait and
+         * the Swift layer's waits), the next maintenance release task, or its destruction. */
         op_queue_release(queue);
     }
     return true;

@@ -38,19 +38,14 @@ extension Operation {
                 state.bitwiseOr(State.lateDependencies, ordering: .acquiringAndReleasing)
                 lateAndUnfinished = true
             }
+            // A new generation, once the core and the late mark know the dependency: an
+            // announcement that read the old one posts its change (its readiness check may
+            // have come first), and this dependency's finish posts the next one.
+            withExtras { $0.dependencyGeneration += 1 }
             // The announcement re-reads `isReady` and tells observers; a plain BlockOperation
             // (its isReady is ours) without observers has nobody to tell, and the core makes it
-            // ready: W4–W6 add no registration per edge, and take no second lock.
-            if lateAndUnfinished || needsReadinessAnnouncements {
-                // A new generation, once the core and the late mark know the dependency: an
-                // announcement that read the old one posts its change (its readiness check may
-                // have come first), and this dependency's finish posts the next one. (Without
-                // registrations there are no announcements; an operation that gets its first
-                // observer later registers then, and its first announcement posts whatever the
-                // generation.)
-                withExtras { $0.dependencyGeneration += 1 }
-                operation.registerDependent(self)
-            }
+            // ready: W4–W6 add no registration per edge.
+            if lateAndUnfinished || needsReadinessAnnouncements { operation.registerDependent(self) }
         }
         didChangeValue(forKey: "dependencies")
         if lateAndUnfinished {

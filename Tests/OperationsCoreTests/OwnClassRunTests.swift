@@ -71,6 +71,8 @@ private let probeBody: TaskBody = { context in
 /// defers itself on its first run (the test unholds it once it has run).
 private final class RaceTask: Sendable {
     let runs = Atomic<Int>(0)
+    /// Set once op_task_defer returned in the first run: the test unholds only then.
+    let deferred = Atomic<Bool>(false)
     let completesLater: Bool
     let defersOnce: Bool
     init(completesLater: Bool, defersOnce: Bool) {
@@ -85,6 +87,7 @@ private let raceBody: TaskBody = { context in
     let task = contextObject(context, as: RaceTask.self)
     if task.runs.add(1, ordering: .relaxed).newValue == 1 && task.defersOnce {
         #expect(op_task_defer(op_task_current()!) == 0)
+        task.deferred.store(true, ordering: .releasing)
         return
     }
     var spin = 0
@@ -300,7 +303,7 @@ private let raceBody: TaskBody = { context in
                     pending.remove(index)
                 }
                 for index in deferring {
-                    if records[index].runs.load(ordering: .acquiring) > 0 {
+                    if records[index].deferred.load(ordering: .acquiring) {
                         op_task_unhold(tasks[index])
                         deferring.remove(index)
                     } else if op_task_is_finished(tasks[index]) && records[index].runs.load(ordering: .acquiring) == 0 {

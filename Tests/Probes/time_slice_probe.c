@@ -4,7 +4,7 @@
  *
  * `inherit`: a userInteractive body starts the background and utility workers itself (a thread
  * inherits its creator's slice: they would run with 100 µs); the probe reads every worker's
- * se.slice and prints latency_short= (latency workers with the 100 µs slice), other_short=
+ * slice (sched_getattr) and prints latency_short= (latency workers with the 100 µs slice), other_short=
  * (other workers with it: 0 expected) and workers=.
  * `batch`: the process runs under SCHED_BATCH before any worker starts; the latency workers get
  * the short slice and keep the policy: prints batch_kept= (latency workers still SCHED_BATCH)
@@ -18,24 +18,28 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
-/* se.slice of thread `tid` in ns, or -1. */
+/* struct sched_attr (linux/sched/types.h), as of Linux 5.3; glibc has no wrapper. */
+typedef struct probe_sched_attr {
+    uint32_t size, sched_policy;
+    uint64_t sched_flags;
+    int32_t sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime, sched_deadline, sched_period;
+    uint32_t sched_util_min, sched_util_max;
+} probe_sched_attr;
+
+/* The slice of thread `tid` in ns as sched_getattr reports it (Linux 6.12 and later; no
+ * privilege needed, and /proc's se.slice may be hidden), or -1. */
 static long long slice_of(int tid) {
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/self/task/%d/sched", tid);
-    FILE *file = fopen(path, "r");
-    if (!file) return -1;
-    long long value = -1;
-    while (fgets(line, sizeof line, file)) {
-        if (strncmp(line, "se.slice", 8) != 0) continue;
-        char *colon = strchr(line, ':');
-        if (colon) value = atoll(colon + 1);
-        break;
-    }
-    fclose(file);
-    return value;
+    probe_sched_attr attr;
+    memset(&attr, 0, sizeof attr);
+    if (syscall(SYS_sched_getattr, tid, &attr, (unsigned)sizeof attr, 0) != 0) return -1;
+    return (long long)attr.sched_runtime;
 }
 
 static int count_short(op_qos_t qos, int *workers) {
