@@ -17,7 +17,13 @@
  * back below whatever was pushed meanwhile, so stack order (newest first) stays submission
  * order. A task's context is released (release_context) only by compaction, under the lock,
  * and the releases themselves run after the lock is dropped (they may run user code, such as a
- * deinit that lists the queue), so a listing never meets a context that is being freed.
+ * deinit that lists the queue), so a listing never meets a context that is being freed. A
+ * removed list waits in the queue's release list (release_jobs) while it is released, 128 tasks
+ * at a time: by the thread that removed it, by the maintenance queue when that thread may not
+ * (it drains the queue or runs one of its bodies), and by a waiter of the queue
+ * (op_registry_compact_now), which releases what waits instead of waiting for the thread that
+ * holds it (the maintenance queue runs at background class, behind whatever keeps that class
+ * busy).
  *
  * Barriers: submit_one reads queue->barrier (seq_cst) and, if an unfinished barrier is set,
  * makes the new task depend on it and marks it `behind_barrier`, all while counted in
