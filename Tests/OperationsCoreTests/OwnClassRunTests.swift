@@ -113,6 +113,31 @@ private let raceBody: TaskBody = { context in
         return spinners
     }
 
+    /// Submits a userInteractive manual-completion task with `body` to `queue` and expects it to
+    /// run outside the slots; returns the task (the caller releases it).
+    private func runManualCompletionProbe(_ body: TaskBody, on queue: OpaquePointer) throws -> OpaquePointer {
+        let probe = Probe(spinners: Spinners())
+        let task = try makeTask(body, contextPointer(probe), qos: qosAttr(OP_QOS_USER_INTERACTIVE),
+                                flags: UInt32(OP_TASK_MANUAL_COMPLETION))
+        #expect(op_queue_submit(queue, task) == 0)
+        #expect(probe.ran.wait(seconds: Limits.waitSeconds))
+        let outside = probe.outside.load(ordering: .relaxed)
+        #expect(outside)
+        return task
+    }
+
+    /// The idle queue runs `width` spinners at once, and not one more (`message` if it does).
+    private func expectWidthStillHolds(_ queue: OpaquePointer, _ message: Comment) throws {
+        guard let spinners = try holdEverySlot(of: queue, slots: width) else { return }
+        defer { spinners.release.store(true, ordering: .releasing) }
+        let extra = Spinners()
+        #expect(op_queue_submit_f(queue, spinnerBody, contextPointer(extra)) == 0)
+        #expect(!extra.started.wait(seconds: Double(Limits.quietNs) / 1e9), message)
+        spinners.release.store(true, ordering: .releasing)
+        extra.release.store(true, ordering: .releasing)
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+    }
+
     @Test func aHigherClassTaskRunsWhileEverySlotOfItsDefaultWidthQueueIsHeld() throws {
         let queue = try makeQueue("own-class", qos: OP_QOS_UTILITY)
         defer { op_queue_release(queue) }
@@ -133,15 +158,7 @@ private let raceBody: TaskBody = { context in
         spinners.release.store(true, ordering: .releasing)
         #expect(op_queue_wait(queue, Limits.waitNs) == 0)
         // The slots are intact: the queue runs `width` spinners at once again, no more.
-        guard let again = try holdEverySlot(of: queue, slots: width) else { return }
-        defer { again.release.store(true, ordering: .releasing) }
-        let extra = Spinners()
-        #expect(op_queue_submit_f(queue, spinnerBody, contextPointer(extra)) == 0)
-        #expect(!extra.started.wait(seconds: Double(Limits.quietNs) / 1e9),
-                "a task of the queue's own class started beyond the width")
-        again.release.store(true, ordering: .releasing)
-        extra.release.store(true, ordering: .releasing)
-        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+        try expectWidthStillHolds(queue, "a task of the queue's own class started beyond the width")
     }
 
     @Test func anExplicitWidthHoldsForAHigherClassTask() throws {
@@ -212,28 +229,14 @@ private let raceBody: TaskBody = { context in
     @Test func aManualCompletionOutsideTheSlotsGivesBackNoSlot() throws {
         let queue = try makeQueue("own-class-manual", qos: OP_QOS_UTILITY)
         defer { op_queue_release(queue) }
-        let probe = Probe(spinners: Spinners())
-        let task = try makeTask(probeBody, contextPointer(probe), qos: qosAttr(OP_QOS_USER_INTERACTIVE),
-                                flags: UInt32(OP_TASK_MANUAL_COMPLETION))
+        let task = try runManualCompletionProbe(probeBody, on: queue)
         defer { op_task_release(task) }
-        #expect(op_queue_submit(queue, task) == 0)
-        #expect(probe.ran.wait(seconds: Limits.waitSeconds))
-        let outside = probe.outside.load(ordering: .relaxed)
-        #expect(outside)
         #expect(op_queue_wait(queue, Limits.quietNs) == ETIMEDOUT, "the queue went idle before the completion")
         #expect(op_task_complete(task) == 0)
         #expect(op_queue_wait(queue, Limits.waitNs) == 0)
         #expect(op_queue_unfinished(queue) == 0)
         // No slot was given back twice: the width still holds.
-        guard let spinners = try holdEverySlot(of: queue, slots: width) else { return }
-        defer { spinners.release.store(true, ordering: .releasing) }
-        let extra = Spinners()
-        #expect(op_queue_submit_f(queue, spinnerBody, contextPointer(extra)) == 0)
-        #expect(!extra.started.wait(seconds: Double(Limits.quietNs) / 1e9),
-                "a task started beyond the width after the completion")
-        spinners.release.store(true, ordering: .releasing)
-        extra.release.store(true, ordering: .releasing)
-        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+        try expectWidthStillHolds(queue, "a task started beyond the width after the completion")
     }
 
     /// Seeded rounds: tasks of every class (half above the queue's) on a default-width queue
@@ -337,14 +340,7 @@ private let raceBody: TaskBody = { context in
         let queue = try makeQueue("own-class-manual-in-body", qos: OP_QOS_UTILITY)
         defer { op_queue_release(queue) }
         for _ in 0..<20 {
-            let probe = Probe(spinners: Spinners())
-            let task = try makeTask(completesItselfProbeBody, contextPointer(probe), qos: qosAttr(OP_QOS_USER_INTERACTIVE),
-                                    flags: UInt32(OP_TASK_MANUAL_COMPLETION))
-            defer { op_task_release(task) }
-            #expect(op_queue_submit(queue, task) == 0)
-            #expect(probe.ran.wait(seconds: Limits.waitSeconds))
-            let outside = probe.outside.load(ordering: .relaxed)
-            #expect(outside)
+            op_task_release(try runManualCompletionProbe(completesItselfProbeBody, on: queue))
         }
         #expect(op_queue_wait(queue, Limits.waitNs) == 0)
         #expect(op_queue_unfinished(queue) == 0)
