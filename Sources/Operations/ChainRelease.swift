@@ -9,7 +9,7 @@ enum ChainRelease {
     /// The lists waiting on this thread, and whether its loop is running.
     private final class Pending {
         // One per thread, used by that thread only: no runtime exclusivity checks.
-        @exclusivity(unchecked) var lists: [[Operation]] = []
+        @exclusivity(unchecked) var lists: [DependencyList] = []
         @exclusivity(unchecked) var draining = false
     }
 
@@ -34,10 +34,10 @@ enum ChainRelease {
     /// Drops `list` (it is left empty: the loop must hold the only reference, or the caller's
     /// copy would free it on return, recursively again); operations it frees hand their own
     /// lists to the same loop.
-    static func release(_ list: inout [Operation]) {
+    static func release(_ list: inout DependencyList) {
         let pending = self.pending
         pending.lists.append(list)
-        list = []
+        list = DependencyList()
         if pending.draining { return }
         pending.draining = true
         while let next = pending.lists.popLast() {

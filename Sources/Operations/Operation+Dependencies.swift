@@ -22,11 +22,11 @@ extension Operation {
         // around it besides the list's own reference.
         let dependency = Unmanaged.passUnretained(operation)
         let added = withExtras { extras -> Bool in
-            if extras.dependencies.contains(where: { Unmanaged.passUnretained($0).toOpaque() == dependency.toOpaque() }) {
-                return false
+            dependency._withUnsafeGuaranteedRef { operation in
+                if extras.dependencies.contains(operation) { return false }
+                extras.dependencies.append(operation)
+                return true
             }
-            extras.dependencies.append(dependency.takeUnretainedValue())
-            return true
         }
         guard added else { return }
         willChangeValue(forKey: "dependencies")
@@ -59,11 +59,7 @@ extension Operation {
     /// ready at once; an "isReady" change is posted either way, as Foundation does.
     func removeDependencyFromCore(_ operation: Operation) {
         willChangeValue(forKey: "dependencies")
-        let removed = readExtras(false) { extras -> Bool in
-            guard let index = extras.dependencies.firstIndex(where: { $0 === operation }) else { return false }
-            extras.dependencies.remove(at: index)
-            return true
-        }
+        let removed = readExtras(false) { extras -> Bool in extras.dependencies.remove(operation) }
         if removed { _ = op_task_remove_dependency(task, operation.task) }
         didChangeValue(forKey: "dependencies")
         if removed {

@@ -34,8 +34,8 @@ extension Operation {
         // The direct dependencies first, with no allocation: usually none is below `qos`, and
         // then nothing leads further (W4's chain and W6's fan-in pay one look per edge).
         var pending: [Operation] = []
-        for operation in dependencies where Operation.promote(operation, to: qos) {
-            pending.append(contentsOf: operation.dependencies)
+        dependencyList.forEach { operation in
+            if Operation.promote(operation, to: qos) { operation.dependencyList.forEach { pending.append($0) } }
         }
         guard !pending.isEmpty else { return }
         var seen = Set<ObjectIdentifier>()
@@ -44,7 +44,7 @@ extension Operation {
             walked += 1
             guard seen.insert(ObjectIdentifier(operation)).inserted,
                   Operation.promote(operation, to: qos) else { continue }
-            pending.append(contentsOf: operation.dependencies)
+            operation.dependencyList.forEach { pending.append($0) }
         }
     }
 

@@ -164,10 +164,10 @@ open class Operation: @unchecked Sendable {
     /// closures may free other operations), the dependencies through ChainRelease's loop, so
     /// a long chain is not freed by recursion through deinits. Only from deinit.
     private func release(_ extras: Unmanaged<OperationExtras>) {
-        func takeDependencies() -> [Operation] {
+        func takeDependencies() -> DependencyList {
             extras._withUnsafeGuaranteedRef { extras in
                 let list = extras.dependencies
-                extras.dependencies = [] // `list` holds the list's only reference
+                extras.dependencies = DependencyList() // `list` holds the only references
                 return list
             }
         }
@@ -388,7 +388,11 @@ open class Operation: @unchecked Sendable {
     open func removeDependency(_ operation: Operation) { removeDependencyFromCore(operation) }
 
     /// The operations the receiver depends on, in the order they were added.
-    open var dependencies: [Operation] { readExtras([]) { $0.dependencies } }
+    open var dependencies: [Operation] { readExtras([]) { $0.dependencies.array } }
+
+    /// The dependencies as the operation keeps them (no array is made), whatever a subclass's
+    /// `dependencies` reports.
+    var dependencyList: DependencyList { readExtras(DependencyList()) { $0.dependencies } }
 
     // MARK: - KVO compatibility (the work is in Operation+Observation.swift)
 
