@@ -136,6 +136,13 @@ int op_task_qos(const op_task_t *task) {
     return atomic_load_explicit((_Atomic int8_t *)&((op_task_t *)task)->qos, memory_order_relaxed);
 }
 
+bool op_task_is_on_queue(const op_task_t *task, const op_queue_t *queue) {
+    /* relaxed: compared, never dereferenced; set once at submission, before the caller could
+     * learn of the submission that it asks about. */
+    return task && queue &&
+           atomic_load_explicit(&((op_task_t *)task)->queue, memory_order_relaxed) == queue;
+}
+
 int op_task_set_qos(op_task_t *task, int qos) {
     if (!task || qos < OP_QOS_INHERIT || qos >= OP_QOS_COUNT) return EINVAL;
     atomic_store_explicit((_Atomic int8_t *)&task->qos, (int8_t)qos, memory_order_relaxed);

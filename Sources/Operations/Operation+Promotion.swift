@@ -30,11 +30,15 @@ extension Operation {
     static let promotionWalkLimit = 4096
 
     /// Raises the receiver's unfinished dependencies, and theirs, to `qos` (a core class).
-    func promoteDependencies(to qos: op_qos_t) {
+    /// `queue`: the queue the receiver is added to (it is alive), whose own class is at least
+    /// `qos`; a direct dependency on it with no QoS of its own runs at that class already.
+    func promoteDependencies(to qos: op_qos_t, addedTo queue: OpaquePointer? = nil) {
         // The direct dependencies first, with no allocation: usually none is below `qos`, and
-        // then nothing leads further (W4's chain and W6's fan-in pay one look per edge).
+        // then nothing leads further (W4's chain and W6's fan-in pay one look per edge, and one
+        // on the same queue costs no call into the core's promotion).
         var pending: [Operation] = []
         dependencyList.forEach { operation in
+            if let queue, op_task_qos(operation.task) < 0, op_task_is_on_queue(operation.task, queue) { return }
             if Operation.promote(operation, to: qos) { operation.dependencyList.forEach { pending.append($0) } }
         }
         guard !pending.isEmpty else { return }

@@ -117,7 +117,10 @@ open class OperationQueue: @unchecked Sendable {
         // only unfinished dependencies can be raised, and before the add every one is in the
         // core's graph.
         guard op_runtime_qos_promotion(), op_task_unfinished_dependencies(operation.task) != 0 else { return }
-        operation.promoteDependencies(to: operation.requestedCoreQoS(on: core))
+        let qos = operation.requestedCoreQoS(on: core)
+        // Dependencies on this queue without a QoS of their own run at its class: when that is
+        // at least `qos` they need no raise (the core would find the same, behind a CAS).
+        operation.promoteDependencies(to: qos, addedTo: op_queue_qos(core).rawValue >= qos.rawValue ? core : nil)
     }
 
     /// Adds a closure as a `BlockOperation` that reports the queue's `qualityOfService` (Q10).

@@ -155,6 +155,24 @@ private func expectFinished(_ task: OpaquePointer, _ what: String, sourceLocatio
 // behind a gate) and would starve each other if they ran side by side.
 @Suite(.needsQuietProcess, .serialized)
 struct QueueTests {
+    /// op_task_is_on_queue compares the queue a task was submitted to (the Swift layer's
+    /// promotion skips dependencies on the queue it adds to with it).
+    @Test func aTaskIsOnTheQueueItWasSubmittedToOnly() throws {
+        let queue = try makeQueue("on-queue")
+        defer { op_queue_release(queue) }
+        let other = try makeQueue("on-other-queue")
+        defer { op_queue_release(other) }
+        let task = try makeTask(emptyBody, nil)
+        defer { op_task_release(task) }
+        #expect(!op_task_is_on_queue(task, queue), "not submitted yet")
+        #expect(op_queue_submit(queue, task) == 0)
+        #expect(op_task_is_on_queue(task, queue))
+        #expect(!op_task_is_on_queue(task, other))
+        #expect(!op_task_is_on_queue(task, nil) && !op_task_is_on_queue(nil, queue))
+        #expect(op_task_wait(task, Limits.waitNs) == 0)
+        #expect(op_task_is_on_queue(task, queue), "still its queue once finished")
+    }
+
     @Test func serialQueueNeverRunsTwoBodiesAtOnce() throws {
         let count = scaled(20_000, tsan: 10_000)
         let counters = Counters()
