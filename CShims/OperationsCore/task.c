@@ -137,10 +137,15 @@ int op_task_qos(const op_task_t *task) {
 }
 
 bool op_task_is_on_queue(const op_task_t *task, const op_queue_t *queue) {
-    /* relaxed: compared, never dereferenced; set once at submission, before the caller could
-     * learn of the submission that it asks about. */
-    return task && queue &&
-           atomic_load_explicit(&((op_task_t *)task)->queue, memory_order_relaxed) == queue;
+    if (!task || !queue) return false;
+    /* acquire: SUBMITTED orders the queue pointer (op_queue_submit stores it first, and a
+     * submission that fails resets it before SUBMITTED is ever set). The pointer is compared,
+     * never dereferenced. */
+    if (!(atomic_load_explicit(&((op_task_t *)task)->state, memory_order_acquire) &
+          OP_STATE_SUBMITTED)) {
+        return false;
+    }
+    return atomic_load_explicit(&((op_task_t *)task)->queue, memory_order_relaxed) == queue;
 }
 
 int op_task_set_qos(op_task_t *task, int qos) {

@@ -75,7 +75,7 @@ extension Operation {
     func promoteForWaiter(_ qos: op_qos_t) {
         guard op_runtime_qos_promotion(), !op_task_is_finished(task) else { return }
         _ = op_task_promote(task, qos)
-        if !dependencies.isEmpty { promoteDependencies(to: qos) }
+        if !dependencyList.isEmpty { promoteDependencies(to: qos) }
     }
 }
 

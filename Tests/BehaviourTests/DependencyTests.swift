@@ -377,6 +377,45 @@ final class Timeline: @unchecked Sendable {
         #expect(freed.count.load(ordering: .relaxed) == count, "\(runtimeUnderTest): operations of the chain freed")
     }
 
+    // The same with two dependencies each (operation i waits for i-1 and i-2), and one
+    // operation that waits for all the others: lists beyond the first dependency are freed
+    // without recursion too.
+    @Test func D1_aLadderAndAWideFanInAreFreedWithoutRecursion() {
+        final class Freed: Sendable { let count = Atomic<Int>(0) }
+        final class Counted: Operation, @unchecked Sendable {
+            let freed: Freed
+            init(_ freed: Freed) { self.freed = freed }
+            deinit { freed.count.add(1, ordering: .relaxed) }
+        }
+        let count = 200_000
+        let freed = Freed()
+        do {
+            var previous: Operation?
+            var beforeThat: Operation?
+            for _ in 0..<count {
+                let operation = Counted(freed)
+                if let previous { operation.addDependency(previous) }
+                if let beforeThat { operation.addDependency(beforeThat) }
+                beforeThat = previous
+                previous = operation
+            }
+            #expect(previous?.dependencies.count == 2)
+            beforeThat = nil
+            previous = nil // frees the whole ladder
+        }
+        #expect(freed.count.load(ordering: .relaxed) == count, "\(runtimeUnderTest): operations of the ladder freed")
+        // Fewer for the fan-in: each add looks for the dependency in the list (duplicates count
+        // once), so adding n costs n^2 / 2 comparisons.
+        let fanIn = 2_000
+        let wide = Freed()
+        do {
+            let sink = Counted(wide)
+            for _ in 0..<fanIn { sink.addDependency(Counted(wide)) }
+            #expect(sink.dependencies.count == fanIn)
+        }
+        #expect(wide.count.load(ordering: .relaxed) == fanIn + 1, "\(runtimeUnderTest): the fan-in freed")
+    }
+
     // Not on Foundation either: its queue rescans every waiting operation each time one finishes
     // (quadratic: the chain of 200,000 is not done after 60 s), and freeing the finished chain
     // would overflow the stack as above.
@@ -416,6 +455,17 @@ final class Timeline: @unchecked Sendable {
         // Finishing a dependency does not remove it from the list.
         c.start()
         #expect(receiver.dependencies == [c, b, a])
+        // The first removed: the others keep their order; a second add of a later one is
+        // ignored; the only one removed and added again.
+        receiver.removeDependency(c)
+        #expect(receiver.dependencies == [b, a])
+        receiver.addDependency(a)
+        #expect(receiver.dependencies == [b, a])
+        receiver.removeDependency(a)
+        receiver.removeDependency(b)
+        #expect(receiver.dependencies.isEmpty)
+        receiver.addDependency(b)
+        #expect(receiver.dependencies == [b])
     }
 
     // MARK: - O8 in a graph

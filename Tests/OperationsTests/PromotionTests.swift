@@ -51,6 +51,43 @@ import Testing
         #expect(dependent.promotedQualityOfService == nil)
     }
 
+    /// On one serial background queue held by a running operation: a dependency with no QoS of
+    /// its own runs at the queue's class already, so a dependent added at that class raises
+    /// nothing (the Swift layer skips it without asking the core); a dependent with a higher QoS
+    /// of its own, or a dependency whose own QoS is lower than the queue's, is raised.
+    @Test func dependenciesOnTheSameQueueAreRaisedOnlyAboveWhatTheyRunAt() {
+        let (low, gate) = heldSerialBackgroundQueue()
+        let plain = BlockOperation {}
+        let plainDependent = BlockOperation {}
+        plainDependent.addDependency(plain)
+        low.addOperation(plain)
+        low.addOperation(plainDependent)
+        #expect(plain.promotedQualityOfService == nil, "raised to the class it runs at already")
+
+        let forHigher = BlockOperation {}
+        let higherDependent = BlockOperation {}
+        higherDependent.qualityOfService = .userInitiated
+        higherDependent.addDependency(forHigher)
+        low.addOperation(forHigher)
+        low.addOperation(higherDependent)
+        #expect(forHigher.promotedQualityOfService == .userInitiated, "a dependent above the queue's class raises it")
+
+        let utilityQueue = OperationQueue()
+        utilityQueue.qualityOfService = .utility
+        utilityQueue.isSuspended = true
+        let ownLower = BlockOperation {}
+        ownLower.qualityOfService = .background
+        let utilityDependent = BlockOperation {}
+        utilityDependent.addDependency(ownLower)
+        utilityQueue.addOperation(ownLower)
+        utilityQueue.addOperation(utilityDependent)
+        #expect(ownLower.promotedQualityOfService == .utility, "its own QoS is below the queue's: raised to it")
+        utilityQueue.isSuspended = false
+        gate.open()
+        low.waitUntilAllOperationsAreFinished()
+        utilityQueue.waitUntilAllOperationsAreFinished()
+    }
+
     /// `await waitUntilFinished()` from a userInteractive task raises a queued background
     /// operation to userInteractive.
     @Test func asyncWaitFromHighPriorityTaskRaisesTheOperation() async {

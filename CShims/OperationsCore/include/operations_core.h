@@ -208,8 +208,9 @@ int op_task_nice_delta(const op_task_t *task);
 int op_task_set_qos(op_task_t *task, int qos);
 /** The QoS set at creation or by op_task_set_qos (op_qos_t or OP_QOS_INHERIT). */
 int op_task_qos(const op_task_t *task);
-/** Whether `task` was submitted to `queue` (a comparison: the task keeps no hold on its queue
- *  once it finished). */
+/** Whether `task` was submitted to `queue`: false before the submission completed. A comparison
+ *  of addresses: once the task finished it keeps no hold on its queue, whose address may then
+ *  be reused by another queue. */
 bool op_task_is_on_queue(const op_task_t *task, const op_queue_t *queue);
 
 /** Number of dependencies of `task` that have not finished yet (holds not counted). */
