@@ -4,10 +4,9 @@
  *
  * Linux's EEVDF scheduler (6.6 and later) lets a thread that was picked keep its CPU until it
  * used its slice (1.4 ms seen on the 2-CPU development VM: the base slice scaled by the CPU
- * count), and a
- * thread that wakes with lag owed waits until the others catch up: a nice −4 worker woken on a
- * CPU where a nice-10 background body runs waited up to 0.95 ms (W12 "wait" p99 1.4 ms against
- * 0.6 ms with no load). Since Linux 6.12 a SCHED_OTHER thread may ask for its own slice
+ * count), and a thread that wakes with lag owed waits until the others catch up: a nice −4
+ * worker woken on a CPU where a nice-10 background body runs waited up to 0.95 ms (W12 "wait"
+ * p99 1.4 ms against 0.6 ms with no load). Since Linux 6.12 a SCHED_OTHER thread may ask for its own slice
  * (sched_setattr's sched_runtime, 0.1–100 ms, no privilege needed), and a waking thread with a
  * shorter slice than the running one preempts it (the kernel's PREEMPT_SHORT). A latency
  * class's worker asks for OP_SHORT_SLICE_NS when it starts (workers and spares), which is what

@@ -353,21 +353,24 @@ final class Timeline: @unchecked Sendable {
     // recursively, so dropping a chain of 200,000 overflows the stack (SIGSEGV in
     // Foundation.Operation's deinit, 214,000 frames deep) and the test process dies.
 
+    /// Counts the FreedCounted operations freed.
+    final class FreedCount: Sendable { let count = Atomic<Int>(0) }
+    /// An operation that counts its deinit in a FreedCount.
+    final class FreedCounted: Operation, @unchecked Sendable {
+        let freed: FreedCount
+        init(_ freed: FreedCount) { self.freed = freed }
+        deinit { freed.count.add(1, ordering: .relaxed) }
+    }
+
     // Regression: each operation holds its dependencies, so dropping the end of a long chain
     // freed the chain recursively and overflowed the stack (the perf harness's W4 at 10^5).
     @Test func D1_aChainOfTwoHundredThousandOperationsIsFreedWithoutRecursion() {
-        final class Freed: Sendable { let count = Atomic<Int>(0) }
-        final class Counted: Operation, @unchecked Sendable {
-            let freed: Freed
-            init(_ freed: Freed) { self.freed = freed }
-            deinit { freed.count.add(1, ordering: .relaxed) }
-        }
         let count = 200_000
-        let freed = Freed()
+        let freed = FreedCount()
         do {
             var last: Operation?
             for _ in 0..<count {
-                let operation = Counted(freed)
+                let operation = FreedCounted(freed)
                 if let last { operation.addDependency(last) }
                 last = operation
             }
@@ -381,19 +384,13 @@ final class Timeline: @unchecked Sendable {
     // operation that waits for all the others: lists beyond the first dependency are freed
     // without recursion too.
     @Test func D1_aLadderAndAWideFanInAreFreedWithoutRecursion() {
-        final class Freed: Sendable { let count = Atomic<Int>(0) }
-        final class Counted: Operation, @unchecked Sendable {
-            let freed: Freed
-            init(_ freed: Freed) { self.freed = freed }
-            deinit { freed.count.add(1, ordering: .relaxed) }
-        }
         let count = 200_000
-        let freed = Freed()
+        let freed = FreedCount()
         do {
             var previous: Operation?
             var beforeThat: Operation?
             for _ in 0..<count {
-                let operation = Counted(freed)
+                let operation = FreedCounted(freed)
                 if let previous { operation.addDependency(previous) }
                 if let beforeThat { operation.addDependency(beforeThat) }
                 beforeThat = previous
@@ -407,10 +404,10 @@ final class Timeline: @unchecked Sendable {
         // Fewer for the fan-in: each add looks for the dependency in the list (duplicates count
         // once), so adding n costs n^2 / 2 comparisons.
         let fanIn = 2_000
-        let wide = Freed()
+        let wide = FreedCount()
         do {
-            let sink = Counted(wide)
-            for _ in 0..<fanIn { sink.addDependency(Counted(wide)) }
+            let sink = FreedCounted(wide)
+            for _ in 0..<fanIn { sink.addDependency(FreedCounted(wide)) }
             #expect(sink.dependencies.count == fanIn)
         }
         #expect(wide.count.load(ordering: .relaxed) == fanIn + 1, "\(runtimeUnderTest): the fan-in freed")
