@@ -8,6 +8,8 @@
 #include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -70,6 +72,12 @@ int perf_affinity_cpu_count(void) {
     cpu_set_t current;
     if (sched_getaffinity(0, sizeof current, &current) != 0) return 1;
     return CPU_COUNT(&current);
+}
+
+int perf_exit_with_parent(int parent_pid) {
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) return errno;
+    /* The parent may have exited before the request was made: then no signal comes. */
+    return getppid() == parent_pid ? 0 : ESRCH;
 }
 
 size_t baseline_heap_in_use(void) {

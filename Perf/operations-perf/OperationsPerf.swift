@@ -2,6 +2,7 @@
 // run's report (table on stdout, --json, --svg).
 import ArgumentParser
 import DispatchBaselines
+import Glibc
 
 @main
 struct OperationsPerf: ParsableCommand {
@@ -104,6 +105,9 @@ struct OperationsPerf: ParsableCommand {
     var cpus: String?
     @Option(help: "Restrict this process to the first N CPUs of its affinity mask before anything runs (what --cpus gives each child).")
     var pinCpus: Int?
+    /// The `--cpus` parent's process id, given to each child: the child stops when its parent does.
+    @Option(help: .hidden)
+    var parentPid: Int32?
 
     @Option(help: "Write every round of every figure to this JSON file.")
     var json: String?
@@ -113,6 +117,12 @@ struct OperationsPerf: ParsableCommand {
     var watchdog = 120
 
     mutating func run() throws {
+        if let parentPid {
+            // A child of --cpus: a parent stopped by a time limit must not leave it running.
+            let rc = perf_exit_with_parent(parentPid)
+            if rc == ESRCH { throw ExitCode.failure }
+            if rc != 0 { writeStandardError("operations-perf: this child would outlive its parent (prctl error \(rc))\n") }
+        }
         if let pinCpus {
             // Before the runtimes start any thread: every thread after this inherits the mask.
             let rc = perf_restrict_to_cpus(Int32(pinCpus))

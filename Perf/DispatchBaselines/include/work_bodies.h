@@ -28,6 +28,11 @@ double perf_calibrate_spin(void);
 int perf_restrict_to_cpus(int count);
 /* CPUs in the calling thread's affinity mask. */
 int perf_affinity_cpu_count(void);
+/* For a `--cpus` child: asks the kernel to send this process SIGTERM when its parent thread
+ * exits, so a parent stopped by a time limit leaves no child running on (it would take the CPUs
+ * of whatever is measured next). 0; ESRCH when the parent `parent_pid` has already gone (the
+ * child then stops); or the error of the call. */
+int perf_exit_with_parent(int parent_pid);
 
 /* Heap bytes in use: glibc mallinfo2's uordblks (all arenas) plus hblkhd (mmap'd chunks). */
 size_t baseline_heap_in_use(void);

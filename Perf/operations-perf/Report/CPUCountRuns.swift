@@ -53,7 +53,7 @@ enum CPUCountRuns {
             fflush(nil) // the header before the child's own output (nil: every output stream)
             let child = Process()
             child.executableURL = URL(fileURLWithPath: executable)
-            child.arguments = ["--pin-cpus", "\(count)", "--json", file] + passed
+            child.arguments = ["--pin-cpus", "\(count)", "--json", file, "--parent-pid", "\(getpid())"] + passed
             try child.run()
             child.waitUntilExit()
             let missedGoals = showGoals && child.terminationStatus == OperationsPerf.goalsMissedExitCode
@@ -62,26 +62,32 @@ enum CPUCountRuns {
             }
             childMissedGoals = childMissedGoals || missedGoals
             report.runs.append(CPUCountRun(cpus: count, report: try JSONReport.read(SuiteReport.self, from: file)))
+            report.goals = goals(report.runs)
+            // After every CPU count, so that a run stopped by a time limit keeps what it measured.
+            try write(report, json: json, svg: svg)
         }
-        report.goals = goals(report.runs)
         CPUCountTable.print(report)
-        if let json { try JSONReport.write(report, to: json) }
-        if let svg {
-            try FileManager.default.createDirectory(atPath: svg, withIntermediateDirectories: true)
-            let path = (svg as NSString).appendingPathComponent("cpus.svg")
-            try CPUCountChart.svg(report.runs).write(to: path)
-            print("\ncharts: \(path)")
-        }
+        if let svg { print("\ncharts: \((svg as NSString).appendingPathComponent("cpus.svg"))") }
         guard showGoals else { return true }
         Table.goalRows(report.goals, across: "across CPU counts")
         if childMissedGoals { print("(a run at one CPU count missed goals: see its own list above)") }
         return !childMissedGoals && report.goals.allSatisfy(\.met)
     }
 
-    /// The parent's arguments for its children: without --cpus, --pin-cpus, --json and --svg
-    /// (each child gets its own --pin-cpus and --json; the parent writes the charts).
+    /// Writes the JSON report and the chart of the CPU counts run so far, where asked for.
+    private static func write(_ report: CPUCountReport, json: String?, svg: String?) throws {
+        if let json { try JSONReport.write(report, to: json) }
+        if let svg {
+            try FileManager.default.createDirectory(atPath: svg, withIntermediateDirectories: true)
+            try CPUCountChart.svg(report.runs).write(to: (svg as NSString).appendingPathComponent("cpus.svg"))
+        }
+    }
+
+    /// The parent's arguments for its children: without --cpus, --pin-cpus, --json, --svg and
+    /// --parent-pid (each child gets its own --pin-cpus, --json and --parent-pid; the parent
+    /// writes the charts).
     static func passedArguments(_ arguments: [String]) -> [String] {
-        let dropped: Set<String> = ["--cpus", "--pin-cpus", "--json", "--svg"]
+        let dropped: Set<String> = ["--cpus", "--pin-cpus", "--json", "--svg", "--parent-pid"]
         var passed: [String] = []
         var index = 0
         while index < arguments.count {
