@@ -251,6 +251,10 @@ int op_task_remove_dependency(op_task_t *task, op_task_t *dependency) {
     return ENOENT;
 }
 
+/* The task whose on_finish this thread runs (op_task_finish_claimed), or NULL: a wait for it
+ * from there returns at once (op_task_wait). */
+static _Thread_local op_task_t *op_tls_finishing = NULL;
+
 static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
     /* The finish hand-off applies to this finish's dependents only: not to what its on_finish
      * callback or a release in the loop below may make ready (they run code of the caller's). */
@@ -262,7 +266,11 @@ static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
     }
     if (OP_UNLIKELY(task->flags & OP_TASK_HAS_EXT)) {
         op_task_ext *ext = task->context;
+        /* A wait for this task from its own on_finish returns at once (see op_task_wait). */
+        op_task_t *outer = op_tls_finishing;
+        op_tls_finishing = task;
         ext->on_finish(ext->context);
+        op_tls_finishing = outer;
     }
     OP_RACE_WINDOW("finish: before releasing the dependents");
     /* acq_rel: closing the list makes later add_dependency calls see CLOSED (release), and we
@@ -293,7 +301,12 @@ static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
         op_task_release(dependent); /* may free the edge: `next` was read first */
         edge = next;
     }
-    if (old & OP_STATE_WAITERS) op_futex_wake(&task->state, INT32_MAX);
+    OP_RACE_WINDOW("finish: dependents released, before RELEASED");
+    /* acq_rel: a waiter that acquires RELEASED sees the count-downs above (release), and we see
+     * the WAITERS bit of a waiter that went to sleep after FINISHED (acquire): one word, so
+     * either its compare-and-swap came first and we wake it, or it sees RELEASED. */
+    uint32_t before = atomic_fetch_or_explicit(&task->state, OP_STATE_RELEASED, memory_order_acq_rel);
+    if (before & OP_STATE_WAITERS) op_futex_wake(&task->state, INT32_MAX);
     return true;
 }
 
@@ -371,11 +384,16 @@ int op_task_complete(op_task_t *task) {
 int op_task_wait(op_task_t *task, int64_t timeout_ns) {
     if (!task) return EINVAL;
     if (task == op_tls_task) return EDEADLK;
+    /* From its own on_finish: it finished, and its release waits for this very call. */
+    if (OP_UNLIKELY(task == op_tls_finishing)) return 0;
     int64_t deadline = timeout_ns >= 0 ? op_now_ns() + timeout_ns : -1;
-    /* acquire: once FINISHED is seen, the body's writes are visible. */
+    /* We wait for RELEASED, the end of the finish, not FINISHED, its start: a waiter that
+     * returns finds on_finish done and the dependents counted down (a dependent run by hand
+     * right after the wait is ready). acquire: once RELEASED is seen, the body's writes and
+     * the count-downs are visible. */
     uint32_t state = atomic_load_explicit(&task->state, memory_order_acquire);
     int64_t start = op_now_ns(), now = start;
-    while (!(state & OP_STATE_FINISHED) && now - start < OP_WAIT_SPIN_NS &&
+    while (!(state & OP_STATE_RELEASED) && now - start < OP_WAIT_SPIN_NS &&
            (deadline < 0 || now < deadline)) {
         op_spin_pause(now - start);
         state = atomic_load_explicit(&task->state, memory_order_acquire);
@@ -383,7 +401,7 @@ int op_task_wait(op_task_t *task, int64_t timeout_ns) {
     }
     bool promoted = false;
     for (;;) {
-        if (state & OP_STATE_FINISHED) return 0;
+        if (state & OP_STATE_RELEASED) return 0;
         if (!promoted && (deadline < 0 || op_now_ns() < deadline)) {
             /* About to sleep: raise the task to our class (promotion.c; nothing when it runs
              * at or above it, or promotion is off). Once per wait; not for a poll that has no

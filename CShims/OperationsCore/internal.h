@@ -141,6 +141,9 @@ enum {
     OP_STATE_OUTSIDE_WIDTH = 1u << 7,
     OP_STATE_DEFER = 1u << 8,     /* the body asked to go back to waiting (op_task_defer) */
     OP_STATE_TAKEN = 1u << 9,     /* a worker claimed its ready-queue entry (op_queue_take_ready) */
+    /* The finish is over: on_finish ran and the dependents were counted down (set last, after
+     * FINISHED). op_task_wait returns on it, so a waiter finds the dependents ready. */
+    OP_STATE_RELEASED = 1u << 10,
     /* QoS promotion (promotion.c): the class it was raised to + 1 in bits 16-18 (0: none),
      * COUNTED when that raise is also counted on its queue (queue->promo), PROMOTING while a
      * promoter changes either (the finisher waits for it before it settles the count). */

@@ -1,5 +1,6 @@
 // DependencyTests.swift — op_task_add_dependency / remove_dependency, cancellation of waiting
 // tasks, and on_finish: fan-out, fan-in, a long chain, across queues, and the error codes.
+import Foundation
 import Glibc
 import OperationsCore
 import Synchronization
@@ -44,6 +45,24 @@ private let sinkBody: TaskBody = { context in
 
 private let graphFinished: TaskBody = { context in
     contextObject(context, as: Graph.self).finished.add(1, ordering: .relaxed)
+}
+
+/// A task whose on_finish holds its finish (and so the release of its dependents) until `gate`
+/// opens, after waiting for its own task (which must return at once, not wait for the finish
+/// that runs it).
+private final class HeldFinish: @unchecked Sendable {
+    let entered = Latch()
+    let gate = Latch()
+    let ownWait = Atomic<Int32>(-1)
+    var task: OpaquePointer? // set before the task is submitted
+    init() {}
+}
+
+private let heldFinish: TaskBody = { context in
+    let held = contextObject(context, as: HeldFinish.self)
+    held.ownWait.store(op_task_wait(held.task, Int64(OP_WAIT_FOREVER)), ordering: .relaxed)
+    held.entered.open()
+    _ = held.gate.wait(seconds: Limits.waitSeconds)
 }
 
 /// The order in which bodies ran, by index.
@@ -533,6 +552,44 @@ struct DependencyTests {
             #expect(graph.finished.load(ordering: .relaxed) == 1)
             #expect(!op_task_is_executing(task))
         }
+    }
+
+    /// op_task_wait returns once the finish is over: on_finish has run and the dependents are
+    /// counted down, so a dependent started by hand right after the wait is ready (the Swift
+    /// layer's D2: `waitUntilFinished()` on a queued dependency, then `start()` on the
+    /// dependent, which failed "not ready" when the wait returned between the two). A wait from
+    /// the task's own on_finish returns at once.
+    @Test func aWaitReturnsOnceTheDependentsAreCountedDown() throws {
+        let held = HeldFinish()
+        let queue = try makeQueue("held-finish")
+        defer { op_queue_release(queue) }
+        let task = try makeTask(emptyBody, contextPointer(held), onFinish: heldFinish)
+        held.task = task
+        let dependent = try makeTask(emptyBody, nil)
+        defer { op_task_release(task); op_task_release(dependent) }
+        #expect(op_task_add_dependency(dependent, task) == 0)
+        let handles = SendablePointer(task)
+        let dependentHandle = SendablePointer(dependent)
+        let left = Atomic<Int>(-1) // the dependent's unfinished dependencies when the wait returned
+        let returned = Latch()
+        let waiter = Thread {
+            let rc = op_task_wait(handles.raw, Int64(OP_WAIT_FOREVER))
+            left.store(rc == 0 ? Int(op_task_unfinished_dependencies(dependentHandle.raw)) : -2, ordering: .releasing)
+            returned.open()
+        }
+        waiter.start()
+        #expect(op_queue_submit(queue, task) == 0)
+        try #require(held.entered.wait(seconds: Limits.waitSeconds), "on_finish did not run")
+        #expect(op_task_is_finished(task), "finished before on_finish")
+        #expect(held.ownWait.load(ordering: .relaxed) == 0, "a wait from its own on_finish returned \(errnoName(held.ownWait.load(ordering: .relaxed)))")
+        // While on_finish holds the finish, the dependent is still counted and the wait holds.
+        #expect(!returned.wait(seconds: Double(Limits.quietNs) / 1e9),
+                "op_task_wait returned while on_finish still held the release of the dependents")
+        held.gate.open()
+        try #require(returned.wait(seconds: Limits.waitSeconds), "op_task_wait did not return after the finish")
+        #expect(left.load(ordering: .acquiring) == 0,
+                "the dependent still counted \(left.load(ordering: .acquiring)) unfinished dependencies when the wait returned")
+        #expect(op_task_is_ready(dependent))
     }
 
     @Test func onFinishRunsExactlyOncePerTask() throws {

@@ -170,8 +170,9 @@ typedef struct op_task_attr {
     uint32_t flags;          /**< OP_TASK_* flags; default 0 */
     op_task_fn on_finish;    /**< optional: called once with the context when the task is
                                   finished (ran, retired after cancellation, or completed),
-                                  before its dependents are released and before op_queue_wait
-                                  returns; op_task_wait may return while it still runs */
+                                  before its dependents are released and before op_task_wait
+                                  and op_queue_wait return (op_task_wait on the task from its
+                                  own on_finish returns 0 at once) */
 } op_task_attr_t;
 
 /** Fills *attr with the defaults: normal priority, inherited QoS, thread priority 0.5. */
@@ -264,8 +265,10 @@ void op_task_set_context(op_task_t *task, void *context);
  *  and is not a manual-completion task. */
 int op_task_complete(op_task_t *task);
 
-/** Blocks until `task` is finished, or timeout_ns passes (OP_WAIT_FOREVER: no limit).
- *  Returns 0, ETIMEDOUT, or EDEADLK when called from the task's own body. */
+/** Blocks until `task` is finished and its finish is over (on_finish returned, its dependents
+ *  were counted down: one run by hand right after is ready), or timeout_ns passes
+ *  (OP_WAIT_FOREVER: no limit). Returns 0, ETIMEDOUT, or EDEADLK when called from the task's
+ *  own body. From the task's own on_finish it returns 0 at once. */
 int op_task_wait(op_task_t *task, int64_t timeout_ns);
 
 /* ---------------------------------------------------------------------------------------------
