@@ -251,9 +251,22 @@ int op_task_remove_dependency(op_task_t *task, op_task_t *dependency) {
     return ENOENT;
 }
 
-/* The task whose on_finish this thread runs (op_task_finish_claimed), or NULL: a wait for it
- * from there returns at once (op_task_wait). */
-static _Thread_local op_task_t *op_tls_finishing = NULL;
+/* The finishes whose on_finish this thread runs (op_task_finish_claimed), innermost first: an
+ * on_finish may finish another task on the same thread (op_task_complete), whose on_finish may
+ * wait for any task of the stack. A wait for one of them returns at once (op_task_wait): it is
+ * finished, and its release waits for the wait to return. Frames live on the finishers' stacks. */
+typedef struct op_finishing_frame {
+    op_task_t *task;
+    struct op_finishing_frame *outer;
+} op_finishing_frame;
+static _Thread_local op_finishing_frame *op_tls_finishing = NULL;
+
+static bool op_task_finishing_here(const op_task_t *task) {
+    for (op_finishing_frame *frame = op_tls_finishing; frame; frame = frame->outer) {
+        if (frame->task == task) return true;
+    }
+    return false;
+}
 
 static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
     /* The finish hand-off applies to this finish's dependents only: not to what its on_finish
@@ -266,11 +279,11 @@ static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
     }
     if (OP_UNLIKELY(task->flags & OP_TASK_HAS_EXT)) {
         op_task_ext *ext = task->context;
-        /* A wait for this task from its own on_finish returns at once (see op_task_wait). */
-        op_task_t *outer = op_tls_finishing;
-        op_tls_finishing = task;
+        /* A wait for this task from its on_finish returns at once (see op_task_wait). */
+        op_finishing_frame frame = {.task = task, .outer = op_tls_finishing};
+        op_tls_finishing = &frame;
         ext->on_finish(ext->context);
-        op_tls_finishing = outer;
+        op_tls_finishing = frame.outer;
     }
     OP_RACE_WINDOW("finish: before releasing the dependents");
     /* acq_rel: closing the list makes later add_dependency calls see CLOSED (release), and we
@@ -383,9 +396,11 @@ int op_task_complete(op_task_t *task) {
 
 int op_task_wait(op_task_t *task, int64_t timeout_ns) {
     if (!task) return EINVAL;
+    /* From its on_finish (or one that on_finish led to on this thread): it finished, and its
+     * release waits for this very call. Before the EDEADLK check: a manual-completion body
+     * that completes its own task runs its on_finish inside the body. */
+    if (OP_UNLIKELY(op_tls_finishing != NULL) && op_task_finishing_here(task)) return 0;
     if (task == op_tls_task) return EDEADLK;
-    /* From its own on_finish: it finished, and its release waits for this very call. */
-    if (OP_UNLIKELY(task == op_tls_finishing)) return 0;
     int64_t deadline = timeout_ns >= 0 ? op_now_ns() + timeout_ns : -1;
     /* We wait for RELEASED, the end of the finish, not FINISHED, its start: a waiter that
      * returns finds on_finish done and the dependents counted down (a dependent run by hand

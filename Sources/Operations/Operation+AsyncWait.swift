@@ -6,7 +6,11 @@
 // are read-modify-writes of one atomic word, so one of the two sees the other's bit: a waiter
 // that sees `dependentsClosed` resumes the waiters itself, and completion resumes them when it
 // sees `hasFinishWaiters`. Each continuation is taken from the extras under the operation's
-// lock by one of them only, so each waiter resumes exactly once.
+// lock by one of them only, so each waiter resumes exactly once. The queue's fast path
+// (Operation+PlainRun.swift) sets `dependentsClosed` just before its core task finishes: a
+// waiter that sees the mark first waits out that finish (`waitForCoreFinish`), so it returns
+// with the dependents counted down, as the blocking wait does.
+import OperationsCore
 
 extension Operation {
     /// Suspends the calling task until the operation finished (ran, or was cancelled and then
@@ -19,7 +23,10 @@ extension Operation {
     /// dependency cycle while nothing runs, traps with a message naming the operation.
     public func waitUntilFinished() async {
         // acquiring: what the operation did is visible once the wait returns.
-        if state.load(ordering: .acquiring) & State.dependentsClosed != 0 { return }
+        if state.load(ordering: .acquiring) & State.dependentsClosed != 0 {
+            waitForCoreFinish()
+            return
+        }
         if let running = TaskOperation.runningBody, running === self, running.isCurrentBodyTask {
             operationMisuse("await waitUntilFinished() called on \(self) from inside its own body; it would wait forever")
         }
@@ -34,8 +41,18 @@ extension Operation {
             // acquiringAndReleasing: the append is visible to a completion that sees the bit,
             // and we see its finish when we see its mark.
             let old = state.bitwiseOr(State.hasFinishWaiters, ordering: .acquiringAndReleasing).oldValue
-            if old & State.dependentsClosed != 0 { resumeFinishWaiters() }
+            if old & State.dependentsClosed != 0 {
+                waitForCoreFinish()
+                resumeFinishWaiters()
+            }
         }
+    }
+
+    /// Waits until the core task's finish is over (its dependents counted down), once
+    /// `dependentsClosed` is set: at most the few instructions between the fast path's mark and
+    /// the end of its `op_task_complete`, with no user code in between (a spin, in practice).
+    private func waitForCoreFinish() {
+        _ = op_task_wait(task, Int64(OP_WAIT_FOREVER))
     }
 
     /// Resumes every async waiter registered so far (each once), outside the lock.

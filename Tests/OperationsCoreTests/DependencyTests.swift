@@ -65,6 +65,33 @@ private let heldFinish: TaskBody = { context in
     _ = held.gate.wait(seconds: Limits.waitSeconds)
 }
 
+/// What one waiter saw: the dependent's unfinished dependencies when its wait returned (-2: the
+/// wait failed), and whether it returned.
+private final class WaitRecord: Sendable {
+    let left = Atomic<Int>(-1)
+    let returned = Latch()
+    init() {}
+}
+
+/// An on_finish that completes `complete` (when set), or waits for `waitFor` (when set),
+/// recording the wait's result.
+private final class NestedFinish: @unchecked Sendable {
+    var complete: OpaquePointer?
+    var waitFor: OpaquePointer?
+    let waitResult = Atomic<Int32>(-1)
+    init() {}
+}
+
+private let nestedFinish: TaskBody = { context in
+    let nested = contextObject(context, as: NestedFinish.self)
+    if let task = nested.complete { _ = op_task_complete(task) }
+    if let task = nested.waitFor {
+        // Bounded: the old core returned at once here (FINISHED), the first RELEASED version
+        // waited for ever.
+        nested.waitResult.store(op_task_wait(task, 5_000_000_000), ordering: .relaxed)
+    }
+}
+
 /// The order in which bodies ran, by index.
 private final class OrderLog: @unchecked Sendable {
     private let lock = Lock()
@@ -566,30 +593,70 @@ struct DependencyTests {
         let task = try makeTask(emptyBody, contextPointer(held), onFinish: heldFinish)
         held.task = task
         let dependent = try makeTask(emptyBody, nil)
-        defer { op_task_release(task); op_task_release(dependent) }
         #expect(op_task_add_dependency(dependent, task) == 0)
-        let handles = SendablePointer(task)
+        let taskHandle = SendablePointer(task)
         let dependentHandle = SendablePointer(dependent)
-        let left = Atomic<Int>(-1) // the dependent's unfinished dependencies when the wait returned
-        let returned = Latch()
-        let waiter = Thread {
-            let rc = op_task_wait(handles.raw, Int64(OP_WAIT_FOREVER))
-            left.store(rc == 0 ? Int(op_task_unfinished_dependencies(dependentHandle.raw)) : -2, ordering: .releasing)
-            returned.open()
+        // Two waiters: one asleep before the task finishes (woken by the finish), one that comes
+        // while on_finish holds it (FINISHED is set: the old wait returned at once). Each
+        // records the dependent's unfinished dependencies when its wait returned.
+        let waiters = [WaitRecord(), WaitRecord()]
+        func startWaiter(_ index: Int) {
+            let record = waiters[index]
+            Thread {
+                let rc = op_task_wait(taskHandle.raw, Int64(OP_WAIT_FOREVER))
+                record.left.store(rc == 0 ? Int(op_task_unfinished_dependencies(dependentHandle.raw)) : -2,
+                                  ordering: .releasing)
+                record.returned.open()
+            }.start()
         }
-        waiter.start()
+        startWaiter(0)
         #expect(op_queue_submit(queue, task) == 0)
         try #require(held.entered.wait(seconds: Limits.waitSeconds), "on_finish did not run")
         #expect(op_task_is_finished(task), "finished before on_finish")
-        #expect(held.ownWait.load(ordering: .relaxed) == 0, "a wait from its own on_finish returned \(errnoName(held.ownWait.load(ordering: .relaxed)))")
-        // While on_finish holds the finish, the dependent is still counted and the wait holds.
-        #expect(!returned.wait(seconds: Double(Limits.quietNs) / 1e9),
-                "op_task_wait returned while on_finish still held the release of the dependents")
+        #expect(held.ownWait.load(ordering: .relaxed) == 0,
+                "a wait from its own on_finish returned \(errnoName(held.ownWait.load(ordering: .relaxed)))")
+        startWaiter(1)
+        // While on_finish holds the finish, the dependent is still counted and the waits hold.
+        for index in 0..<2 {
+            #expect(!waiters[index].returned.wait(seconds: Double(Limits.quietNs) / 1e9),
+                    "waiter \(index) returned while on_finish still held the release of the dependents")
+        }
         held.gate.open()
-        try #require(returned.wait(seconds: Limits.waitSeconds), "op_task_wait did not return after the finish")
-        #expect(left.load(ordering: .acquiring) == 0,
-                "the dependent still counted \(left.load(ordering: .acquiring)) unfinished dependencies when the wait returned")
+        for index in 0..<2 {
+            // On a timeout the tasks are left alive (not released): a waiter may still read them.
+            try #require(waiters[index].returned.wait(seconds: Limits.waitSeconds), "waiter \(index) did not return after the finish")
+            let left = waiters[index].left.load(ordering: .acquiring)
+            #expect(left == 0, "waiter \(index): the dependent still counted \(left) unfinished dependencies when the wait returned")
+        }
         #expect(op_task_is_ready(dependent))
+        op_task_release(task)
+        op_task_release(dependent)
+    }
+
+    /// An on_finish that completes another task on the same thread, whose on_finish waits for
+    /// the first task: the wait returns at once (the first task is finished; its release waits
+    /// below on the same stack), as one from its own on_finish does.
+    @Test func aWaitFromANestedOnFinishForTheOuterTaskReturns() throws {
+        let inner = NestedFinish()
+        let outer = NestedFinish()
+        let innerTask = try makeTask(emptyBody, contextPointer(inner), onFinish: nestedFinish)
+        let outerTask = try makeTask(emptyBody, contextPointer(outer), onFinish: nestedFinish)
+        // The outer on_finish completes the inner task; the inner on_finish waits for the outer.
+        outer.complete = innerTask
+        inner.waitFor = outerTask
+        let outerHandle = SendablePointer(outerTask)
+        let done = Latch()
+        Thread {
+            _ = op_task_complete(outerHandle.raw) // never submitted: finished here, on_finish here
+            done.open()
+        }.start()
+        try #require(done.wait(seconds: Limits.waitSeconds), "completing the outer task did not return (a nested wait deadlocked)")
+        #expect(inner.waitResult.load(ordering: .relaxed) == 0,
+                "the inner on_finish's wait for the outer task returned \(errnoName(inner.waitResult.load(ordering: .relaxed)))")
+        #expect(op_task_wait(outerTask, Int64(OP_WAIT_FOREVER)) == 0)
+        #expect(op_task_wait(innerTask, Int64(OP_WAIT_FOREVER)) == 0)
+        op_task_release(innerTask)
+        op_task_release(outerTask)
     }
 
     @Test func onFinishRunsExactlyOncePerTask() throws {

@@ -33,6 +33,32 @@ import Testing
         #expect(resumed.current == 32)
     }
 
+    /// The async wait returns with the dependents counted down, as the blocking one does (D2):
+    /// a dependent started by hand right after it is ready. The queue's fast path marks the
+    /// operation closed just before its core task finishes; a waiter that came in between
+    /// returned while the dependent still counted the dependency (`start()` then trapped "not
+    /// ready"). Repeated, because the gap is a few instructions wide here; the race-window
+    /// build widens it.
+    @Test func addition_aDependentIsReadyOnceTheAsyncWaitForItsDependencyReturns() async {
+        let queue = OperationQueue()
+        let rounds = 300
+        let notReady = Counter()
+        let ran = Counter()
+        let finished = await completes("\(rounds) dependencies awaited one after another") {
+            for _ in 0..<rounds {
+                let dependency = BlockOperation {}
+                let dependent = BlockOperation { ran.increment() }
+                dependent.addDependency(dependency)
+                queue.addOperation(dependency)
+                await dependency.waitUntilFinished()
+                if dependent.isReady { dependent.start() } else { notReady.increment() }
+            }
+        }
+        #expect(finished)
+        #expect(notReady.current == 0, "\(notReady.current) of \(rounds) dependents were not ready when the wait for their dependency returned")
+        #expect(ran.current == rounds - notReady.current)
+    }
+
     @Test func addition_awaitingAFinishedOperationReturnsAtOnce() async {
         let operation = BlockOperation {}
         operation.start()

@@ -171,8 +171,11 @@ typedef struct op_task_attr {
     op_task_fn on_finish;    /**< optional: called once with the context when the task is
                                   finished (ran, retired after cancellation, or completed),
                                   before its dependents are released and before op_task_wait
-                                  and op_queue_wait return (op_task_wait on the task from its
-                                  own on_finish returns 0 at once) */
+                                  and op_queue_wait return. op_task_wait on the task from its
+                                  on_finish (or from the on_finish of a task that on_finish
+                                  completed on the same thread) returns 0 at once; an on_finish
+                                  that waits for another thread which waits for the task
+                                  deadlocks */
 } op_task_attr_t;
 
 /** Fills *attr with the defaults: normal priority, inherited QoS, thread priority 0.5. */
@@ -268,7 +271,8 @@ int op_task_complete(op_task_t *task);
 /** Blocks until `task` is finished and its finish is over (on_finish returned, its dependents
  *  were counted down: one run by hand right after is ready), or timeout_ns passes
  *  (OP_WAIT_FOREVER: no limit). Returns 0, ETIMEDOUT, or EDEADLK when called from the task's
- *  own body. From the task's own on_finish it returns 0 at once. */
+ *  own body. From the task's on_finish it returns 0 at once (see op_task_attr_t.on_finish).
+ *  op_task_is_finished may read true a little before the wait returns. */
 int op_task_wait(op_task_t *task, int64_t timeout_ns);
 
 /* ---------------------------------------------------------------------------------------------

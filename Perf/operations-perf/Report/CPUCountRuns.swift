@@ -8,6 +8,9 @@ import Foundation
 /// The reports of one `--cpus` run, one per CPU count (the `--json` file in that mode).
 struct CPUCountReport: Codable {
     var machine: Machine
+    /// The CPU counts asked for; `runs` holds those finished (fewer in a run cut short, whose
+    /// `goals` then cover only those).
+    var countsAsked: [Int] = []
     var runs: [CPUCountRun]
     var goals: [GoalCheck] = []
 }
@@ -42,7 +45,7 @@ enum CPUCountRuns {
         var childMissedGoals = false
         let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         let passed = passedArguments(Array(CommandLine.arguments.dropFirst()))
-        var report = CPUCountReport(machine: Machine.current, runs: [])
+        var report = CPUCountReport(machine: Machine.current, countsAsked: counts, runs: [])
         print("operations-perf --cpus \(counts.map(String.init).joined(separator: ",")): one child per CPU count; "
               + "machine \(Machine.current.description)")
         for count in counts {

@@ -8,7 +8,9 @@ enum JSONReport {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         encoder.nonConformingFloatEncodingStrategy = .convertToString(
             positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-        try encoder.encode(report).write(to: URL(fileURLWithPath: path))
+        // Atomic (a temporary file renamed over it): `--cpus` rewrites the file after each CPU
+        // count, and a run stopped mid-write must keep the last whole one.
+        try encoder.encode(report).write(to: URL(fileURLWithPath: path), options: .atomic)
     }
 
     static func read<Report: Decodable>(_ type: Report.Type, from path: String) throws -> Report {
