@@ -200,6 +200,13 @@ bool op_task_is_finished(const op_task_t *task) {
            OP_STATE_FINISHED;
 }
 
+bool op_task_finish_is_over(const op_task_t *task) {
+    /* acquire: pairs with the finisher's acq_rel fetch_or of RELEASED (dependencies.c), so the
+     * count-downs and on_finish's writes are visible once it reads true. */
+    return atomic_load_explicit(&((op_task_t *)task)->state, memory_order_acquire) &
+           OP_STATE_RELEASED;
+}
+
 bool op_task_is_ready(const op_task_t *task) {
     if (op_task_is_cancelled(task)) return true;
     return op_task_unfinished_dependencies(task) == 0;

@@ -7,9 +7,9 @@
 // that sees `dependentsClosed` resumes the waiters itself, and completion resumes them when it
 // sees `hasFinishWaiters`. Each continuation is taken from the extras under the operation's
 // lock by one of them only, so each waiter resumes exactly once. The queue's fast path
-// (Operation+PlainRun.swift) sets `dependentsClosed` just before its core task finishes: a
-// waiter that sees the mark first waits out that finish (`waitForCoreFinish`), so it returns
-// with the dependents counted down, as the blocking wait does.
+// (Operation+PlainRun.swift) sets `dependentsClosed` just before its core task finishes: before
+// it returns, a waiter waits out that finish (`awaitCoreFinish`, yielding, never blocking its
+// thread), so it returns with the dependents counted down, as the blocking wait does.
 import OperationsCore
 
 extension Operation {
@@ -24,7 +24,7 @@ extension Operation {
     public func waitUntilFinished() async {
         // acquiring: what the operation did is visible once the wait returns.
         if state.load(ordering: .acquiring) & State.dependentsClosed != 0 {
-            waitForCoreFinish()
+            await awaitCoreFinish()
             return
         }
         if let running = TaskOperation.runningBody, running === self, running.isCurrentBodyTask {
@@ -41,18 +41,23 @@ extension Operation {
             // acquiringAndReleasing: the append is visible to a completion that sees the bit,
             // and we see its finish when we see its mark.
             let old = state.bitwiseOr(State.hasFinishWaiters, ordering: .acquiringAndReleasing).oldValue
-            if old & State.dependentsClosed != 0 {
-                waitForCoreFinish()
-                resumeFinishWaiters()
-            }
+            if old & State.dependentsClosed != 0 { resumeFinishWaiters() }
         }
+        // Resumed by the completion (its core task's finish is over) or by ourselves above,
+        // after the fast path's mark, which comes just before that finish.
+        await awaitCoreFinish()
     }
 
-    /// Waits until the core task's finish is over (its dependents counted down), once
-    /// `dependentsClosed` is set: at most the few instructions between the fast path's mark and
-    /// the end of its `op_task_complete`, with no user code in between (a spin, in practice).
-    private func waitForCoreFinish() {
-        _ = op_task_wait(task, Int64(OP_WAIT_FOREVER))
+    /// Returns once the core task's finish is over (its dependents counted down), after
+    /// `dependentsClosed` was seen: at most the fast path's `op_task_complete` still runs on
+    /// the finishing thread, with no user code in it. Yields meanwhile instead of blocking the
+    /// thread. (No promotion: the task is finished, only its count-downs remain.)
+    private func awaitCoreFinish() async {
+        let task = self.task
+        // A core reference ThreadSanitizer sees across the looks (as the blocking wait's).
+        op_task_retain(task)
+        defer { op_task_release(task) }
+        while !op_task_finish_is_over(task) { await Task.yield() }
     }
 
     /// Resumes every async waiter registered so far (each once), outside the lock.

@@ -95,8 +95,8 @@ extension Operation {
                 return
             }
             // dependentsClosed: a dependent registering after this sees it and waits for the
-            // core task's finish just below (no user code runs in between); an async waiter
-            // registering after this returns at once (the operation is finished).
+            // core task's finish just below (no user code runs in between); so does an async
+            // waiter registering after this, yielding until that finish is over.
             let desired = (current | State.finished | State.completed | State.dependentsClosed) & ~State.executing
             let (exchanged, original) = state.compareExchange(
                 expected: current, desired: desired, ordering: .acquiringAndReleasing)

@@ -92,6 +92,23 @@ private let nestedFinish: TaskBody = { context in
     }
 }
 
+/// A manual-completion task whose body completes it, so its on_finish runs inside the body;
+/// the on_finish waits for the task and records the result.
+private final class SelfCompletion: @unchecked Sendable {
+    var task: OpaquePointer? // set before the task is submitted
+    let waitResult = Atomic<Int32>(-1)
+    let finished = Latch()
+    init() {}
+}
+
+private let selfCompletingBody: TaskBody = { _ in _ = op_task_complete(op_task_current()) }
+
+private let selfCompletionFinish: TaskBody = { context in
+    let completion = contextObject(context, as: SelfCompletion.self)
+    completion.waitResult.store(op_task_wait(completion.task, 5_000_000_000), ordering: .relaxed)
+    completion.finished.open()
+}
+
 /// The order in which bodies ran, by index.
 private final class OrderLog: @unchecked Sendable {
     private let lock = Lock()
@@ -657,6 +674,25 @@ struct DependencyTests {
         #expect(op_task_wait(innerTask, Int64(OP_WAIT_FOREVER)) == 0)
         op_task_release(innerTask)
         op_task_release(outerTask)
+    }
+
+    /// A manual-completion body that completes its own task runs its on_finish inside the
+    /// body: a wait there for the task returns 0 (it is finished), not EDEADLK (the body's own
+    /// task), as from any on_finish.
+    @Test func aWaitFromAnOnFinishRunInsideItsTasksBodyReturns() throws {
+        let completion = SelfCompletion()
+        let queue = try makeQueue("self-completion")
+        defer { op_queue_release(queue) }
+        let task = try makeTask(selfCompletingBody, contextPointer(completion),
+                                flags: UInt32(OP_TASK_MANUAL_COMPLETION), onFinish: selfCompletionFinish)
+        completion.task = task
+        #expect(op_queue_submit(queue, task) == 0)
+        try #require(completion.finished.wait(seconds: Limits.waitSeconds), "on_finish did not run")
+        #expect(completion.waitResult.load(ordering: .relaxed) == 0,
+                "a wait from on_finish inside the task's body returned \(errnoName(completion.waitResult.load(ordering: .relaxed)))")
+        #expect(op_task_wait(task, Limits.waitNs) == 0)
+        #expect(waitFor(queue: queue, "self-completion queue"))
+        op_task_release(task)
     }
 
     @Test func onFinishRunsExactlyOncePerTask() throws {

@@ -52,11 +52,12 @@
  *   use in the child. Queues and tasks made in the parent stay valid. A queue that was idle at
  *   the fork works normally in the child. Tasks that were queued or running at the fork are not
  *   carried into the child: they stay unfinished there, and so does their queue (waits on it
- *   time out; its slots stay taken). The forking thread is an ordinary thread in the child,
- *   even if it was a worker (op_task_current() and op_queue_current() return NULL); a body that
- *   forks must end the child with exec or _exit, not return from the body. As after any fork of
- *   a multithreaded process, a lock another thread held at the fork (a queue's idle or registry
- *   lock) stays held in the child.
+ *   time out; its slots stay taken); so does a task whose finish another thread was running at
+ *   the fork (op_task_is_finished is true, op_task_wait times out). The forking thread is an
+ *   ordinary thread in the child, even if it was a worker (op_task_current() and
+ *   op_queue_current() return NULL); a body that forks must end the child with exec or _exit,
+ *   not return from the body. As after any fork of a multithreaded process, a lock another
+ *   thread held at the fork (a queue's idle or registry lock) stays held in the child.
  *
  * ENVIRONMENT (read once, when the runtime first starts)
  *   OPERATIONS_QOS_NICE      per-class nice values, e.g. "userInteractive=-8,background=15".
@@ -175,7 +176,8 @@ typedef struct op_task_attr {
                                   on_finish (or from the on_finish of a task that on_finish
                                   completed on the same thread) returns 0 at once; an on_finish
                                   that waits for another thread which waits for the task
-                                  deadlocks */
+                                  deadlocks. It must return normally (no longjmp, C++
+                                  exception or pthread_exit out of it) */
 } op_task_attr_t;
 
 /** Fills *attr with the defaults: normal priority, inherited QoS, thread priority 0.5. */
@@ -241,7 +243,14 @@ void op_task_cancel(op_task_t *task);
 bool op_task_is_cancelled(const op_task_t *task);
 /** True from the moment a worker takes the task until it is finished. */
 bool op_task_is_executing(const op_task_t *task);
+/** True once the task is finished: from the start of its finish, so also while its on_finish
+ *  runs and before its dependents are counted down (op_task_finish_is_over says when that is
+ *  done). */
 bool op_task_is_finished(const op_task_t *task);
+/** True once the task's finish is over: on_finish returned and its dependents were counted down
+ *  (what op_task_wait waits for). A look that never blocks, for waits that must not block a
+ *  thread. */
+bool op_task_finish_is_over(const op_task_t *task);
 /** True while the task is handed to the workers of its own class, outside its queue's slots: on
  *  a queue of OP_WIDTH_DEFAULT, a task whose own QoS is above the queue's counts against its
  *  class (one worker per CPU), not against the queue's width (a default width is counted per
@@ -270,9 +279,11 @@ int op_task_complete(op_task_t *task);
 
 /** Blocks until `task` is finished and its finish is over (on_finish returned, its dependents
  *  were counted down: one run by hand right after is ready), or timeout_ns passes
- *  (OP_WAIT_FOREVER: no limit). Returns 0, ETIMEDOUT, or EDEADLK when called from the task's
- *  own body. From the task's on_finish it returns 0 at once (see op_task_attr_t.on_finish).
- *  op_task_is_finished may read true a little before the wait returns. */
+ *  (OP_WAIT_FOREVER: no limit). Returns 0, ETIMEDOUT, EINVAL (task is NULL), or EDEADLK when
+ *  called from the task's own body. From the task's on_finish, or from the on_finish of a task
+ *  that on_finish completed on the same thread, it returns 0 at once, before the dependents are
+ *  counted down (they are counted down after that on_finish returns). op_task_is_finished
+ *  reads true from the start of the finish, while on_finish runs. */
 int op_task_wait(op_task_t *task, int64_t timeout_ns);
 
 /* ---------------------------------------------------------------------------------------------

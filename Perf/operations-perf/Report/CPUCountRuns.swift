@@ -9,8 +9,8 @@ import Foundation
 struct CPUCountReport: Codable {
     var machine: Machine
     /// The CPU counts asked for; `runs` holds those finished (fewer in a run cut short, whose
-    /// `goals` then cover only those).
-    var countsAsked: [Int] = []
+    /// `goals` then cover only those). Optional: reports written before it have none.
+    var countsAsked: [Int]?
     var runs: [CPUCountRun]
     var goals: [GoalCheck] = []
 }
