@@ -261,7 +261,7 @@ typedef struct op_finishing_frame {
 } op_finishing_frame;
 static _Thread_local op_finishing_frame *op_tls_finishing = NULL;
 
-static bool op_task_finishing_here(const op_task_t *task) {
+static inline bool op_task_finishing_here(const op_task_t *task) {
     for (op_finishing_frame *frame = op_tls_finishing; frame; frame = frame->outer) {
         if (frame->task == task) return true;
     }
@@ -318,7 +318,8 @@ static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
     /* acq_rel: a waiter that acquires RELEASED sees the count-downs above (release), and we see
      * the WAITERS bit of a waiter that went to sleep after FINISHED (acquire): one word, so
      * either its compare-and-swap came first and we wake it, or it sees RELEASED. */
-    uint32_t before = atomic_fetch_or_explicit(&task->state, OP_STATE_RELEASED, memory_order_acq_rel);
+    uint32_t before =
+        atomic_fetch_or_explicit(&task->state, OP_STATE_RELEASED, memory_order_acq_rel);
     if (before & OP_STATE_WAITERS) op_futex_wake(&task->state, INT32_MAX);
     return true;
 }
@@ -399,7 +400,7 @@ int op_task_wait(op_task_t *task, int64_t timeout_ns) {
     /* From its on_finish (or one that on_finish led to on this thread): it finished, and its
      * release waits for this very call. Before the EDEADLK check: a manual-completion body
      * that completes its own task runs its on_finish inside the body. */
-    if (OP_UNLIKELY(op_tls_finishing != NULL) && op_task_finishing_here(task)) return 0;
+    if (OP_UNLIKELY(op_task_finishing_here(task))) return 0;
     if (task == op_tls_task) return EDEADLK;
     int64_t deadline = timeout_ns >= 0 ? op_now_ns() + timeout_ns : -1;
     /* We wait for RELEASED, the end of the finish, not FINISHED, its start: a waiter that

@@ -6,12 +6,12 @@
  * used its slice (1.4 ms seen on the 2-CPU development VM: the base slice scaled by the CPU
  * count), and a thread that wakes with lag owed waits until the others catch up: a nice −4
  * worker woken on a CPU where a nice-10 background body runs waited up to 0.95 ms (W12 "wait"
- * p99 1.4 ms against 0.6 ms with no load). Since Linux 6.12 a SCHED_OTHER thread may ask for its own slice
- * (sched_setattr's sched_runtime, 0.1–100 ms, no privilege needed), and a waking thread with a
- * shorter slice than the running one preempts it (the kernel's PREEMPT_SHORT). A latency
- * class's worker asks for OP_SHORT_SLICE_NS when it starts (workers and spares), which is what
- * the interface is for; its nice value (its share of the CPU) is unchanged. The cost: such a
- * worker that competes for its CPU with threads of equal weight is switched more often.
+ * p99 1.4 ms against 0.6 ms with no load). Since Linux 6.12 a SCHED_OTHER thread may ask for
+ * its own slice (sched_setattr's sched_runtime, 0.1–100 ms, no privilege needed), and a waking
+ * thread with a shorter slice than the running one preempts it (the kernel's PREEMPT_SHORT). A
+ * latency class's worker asks for OP_SHORT_SLICE_NS when it starts (workers and spares), which
+ * is what the interface is for; its nice value (its share of the CPU) is unchanged. The cost:
+ * such a worker that competes for its CPU with threads of equal weight is switched more often.
  *
  * OPERATIONS_SHORT_SLICE=off leaves the kernel's default. The slice is read back with
  * sched_getattr (6.12 and later report a fair thread's slice in sched_runtime): a kernel that

@@ -73,12 +73,13 @@ private final class WaitRecord: Sendable {
     init() {}
 }
 
-/// An on_finish that completes `complete` (when set), or waits for `waitFor` (when set),
-/// recording the wait's result.
+/// An on_finish that completes `complete` (when set), then waits for `waitFor` (when set),
+/// recording the wait's result, then opens `finished`.
 private final class NestedFinish: @unchecked Sendable {
     var complete: OpaquePointer?
     var waitFor: OpaquePointer?
     let waitResult = Atomic<Int32>(-1)
+    let finished = Latch()
     init() {}
 }
 
@@ -90,24 +91,11 @@ private let nestedFinish: TaskBody = { context in
         // waited for ever.
         nested.waitResult.store(op_task_wait(task, 5_000_000_000), ordering: .relaxed)
     }
+    nested.finished.open()
 }
 
-/// A manual-completion task whose body completes it, so its on_finish runs inside the body;
-/// the on_finish waits for the task and records the result.
-private final class SelfCompletion: @unchecked Sendable {
-    var task: OpaquePointer? // set before the task is submitted
-    let waitResult = Atomic<Int32>(-1)
-    let finished = Latch()
-    init() {}
-}
-
+/// A manual-completion body that completes its own task (its on_finish runs inside it).
 private let selfCompletingBody: TaskBody = { _ in _ = op_task_complete(op_task_current()) }
-
-private let selfCompletionFinish: TaskBody = { context in
-    let completion = contextObject(context, as: SelfCompletion.self)
-    completion.waitResult.store(op_task_wait(completion.task, 5_000_000_000), ordering: .relaxed)
-    completion.finished.open()
-}
 
 /// The order in which bodies ran, by index.
 private final class OrderLog: @unchecked Sendable {
@@ -680,12 +668,12 @@ struct DependencyTests {
     /// body: a wait there for the task returns 0 (it is finished), not EDEADLK (the body's own
     /// task), as from any on_finish.
     @Test func aWaitFromAnOnFinishRunInsideItsTasksBodyReturns() throws {
-        let completion = SelfCompletion()
+        let completion = NestedFinish()
         let queue = try makeQueue("self-completion")
         defer { op_queue_release(queue) }
         let task = try makeTask(selfCompletingBody, contextPointer(completion),
-                                flags: UInt32(OP_TASK_MANUAL_COMPLETION), onFinish: selfCompletionFinish)
-        completion.task = task
+                                flags: UInt32(OP_TASK_MANUAL_COMPLETION), onFinish: nestedFinish)
+        completion.waitFor = task // its on_finish waits for its own task
         #expect(op_queue_submit(queue, task) == 0)
         try #require(completion.finished.wait(seconds: Limits.waitSeconds), "on_finish did not run")
         #expect(completion.waitResult.load(ordering: .relaxed) == 0,
