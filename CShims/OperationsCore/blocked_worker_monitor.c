@@ -95,7 +95,7 @@ static void *op_monitor_main(void *arg) {
     (void)arg;
     pthread_setname_np(pthread_self(), "op-monitor");
     op_monitor_unpin();
-    op_time_slice_reset_current_thread(); /* a latency worker may have started it */
+    op_time_slice_reset_current_thread(); /* a short-slice worker may have started it */
     int quiet = 0;
     for (;;) {
         op_monitor_tick_fn tick = atomic_load_explicit(&op_monitor_tick, memory_order_relaxed);

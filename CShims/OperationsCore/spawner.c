@@ -42,7 +42,7 @@ static bool op_spawner_failed;               /* under the lock: could not start,
 static void *op_spawner_main(void *arg) {
     (void)arg;
     pthread_setname_np(pthread_self(), "op-spawner");
-    op_time_slice_reset_current_thread(); /* a latency worker may have started it */
+    op_time_slice_reset_current_thread(); /* a short-slice worker may have started it */
     pthread_mutex_lock(&op_spawner_lock);
     for (;;) {
         while (!op_spawner_pending) pthread_cond_wait(&op_spawner_wake, &op_spawner_lock);

@@ -1,6 +1,7 @@
 /*
- * time_slice.c — the workers of the latency classes (userInteractive, userInitiated) ask the
- * scheduler for a short time slice, so that their wake-up preempts lower-class work at once.
+ * time_slice.c — the workers of the default class and of the latency classes (userInitiated,
+ * userInteractive) ask the scheduler for a short time slice, so that their wake-up preempts
+ * what runs on their CPU at once: lower-class work, and the thread that woke them.
  *
  * Linux's EEVDF scheduler (6.6 and later) lets a thread that was picked keep its CPU until it
  * used its slice (1.4 ms seen on the 2-CPU development VM: the base slice scaled by the CPU
@@ -8,10 +9,20 @@
  * worker woken on a CPU where a nice-10 background body runs waited up to 0.95 ms (W12 "wait"
  * p99 1.4 ms against 0.6 ms with no load). Since Linux 6.12 a SCHED_OTHER thread may ask for
  * its own slice (sched_setattr's sched_runtime, 0.1–100 ms, no privilege needed), and a waking
- * thread with a shorter slice than the running one preempts it (the kernel's PREEMPT_SHORT). A
- * latency class's worker asks for OP_SHORT_SLICE_NS when it starts (workers and spares), which
- * is what the interface is for; its nice value (its share of the CPU) is unchanged. The cost:
- * such a worker that competes for its CPU with threads of equal weight is switched more often.
+ * thread with a shorter slice than the running one preempts it (the kernel's PREEMPT_SHORT).
+ *
+ * The default class needs it too: a submitter that is not a worker wakes the parked worker
+ * pinned to its own CPU (worker_pool.c, op_pool_wake_one), which is meant to preempt it as the
+ * wake's system call returns. With the kernel's slice, a submitter that goes on running (it
+ * spins, or computes) kept its CPU until its slice ended while the worker, pinned, could not
+ * move to the idle CPU beside it: W7 busy's slowest start was 3.0–4.5 ms in every run on the
+ * 2-CPU VM (a scheduler trace: the submitter ran 3.96 ms after the wake, the other CPU idle),
+ * 230–250 µs with the short slice. Utility and background workers keep the default: they
+ * yield to the submitter by design.
+ *
+ * Such a worker asks for OP_SHORT_SLICE_NS when it starts (workers and spares), which is what
+ * the interface is for; its nice value (its share of the CPU) is unchanged. The cost: such a
+ * worker that competes for its CPU with threads of equal weight is switched more often.
  *
  * OPERATIONS_SHORT_SLICE=off leaves the kernel's default. The slice is read back with
  * sched_getattr (6.12 and later report a fair thread's slice in sched_runtime): a kernel that
@@ -22,8 +33,8 @@
  * real-time or the idle policy (a process started under chrt) is not asked at all.
  *
  * A thread inherits its creator's slice: the workers of the other classes give up the short
- * one if they got it that way (a latency worker may start them). A thread that a body on a
- * latency worker creates itself keeps it, as it keeps that worker's nice value.
+ * one if they got it that way (a short-slice worker may start them). A thread that a body on
+ * such a worker creates itself keeps it, as it keeps that worker's nice value.
  */
 #include "internal.h"
 
@@ -54,7 +65,7 @@ typedef struct op_sched_attr {
 static pthread_once_t op_short_slice_once = PTHREAD_ONCE_INIT;
 static bool op_short_slice_wanted;
 
-/* What the latency workers got: OP_SLICE_UNKNOWN until one asked, then the slice in ns, or 0
+/* What the short-slice workers (default class and above) got: OP_SLICE_UNKNOWN until one asked, then the slice in ns, or 0
  * when they keep the kernel's default (off, refused, ignored). Every worker gets the same
  * answer from one kernel, so the last writer wins harmlessly. relaxed: a report, ordering
  * nothing else. */
@@ -72,9 +83,9 @@ static void op_report_refused_slice(const char *why) {
     if (atomic_exchange_explicit(&reported, true, memory_order_relaxed)) return;
     if (!op_env_flag("OPERATIONS_NICE_WARNINGS", true)) return;
     fprintf(stderr,
-            "operations: the kernel %s the 100 us time slice asked for the userInteractive and "
-            "userInitiated workers; they keep the kernel's default slice, so their wake-ups may "
-            "wait up to that long (about 1-3 ms) behind lower-class work on their CPU. It needs "
+            "operations: the kernel %s the 100 us time slice asked for the default, userInitiated "
+            "and userInteractive workers; they keep the kernel's default slice, so their "
+            "wake-ups may wait up to that long (about 1-4 ms) behind other work on their CPU. It needs "
             "Linux 6.12 or later and sched_setattr allowed (seccomp); OPERATIONS_SHORT_SLICE=off "
             "stops asking, OPERATIONS_NICE_WARNINGS=0 silences this. Reported once.\n",
             why);
@@ -139,8 +150,8 @@ bool op_time_slice_shorten_current_thread(void) {
 }
 
 void op_time_slice_reset_current_thread(void) {
-    /* A thread inherits its creator's slice: a worker of another class that a latency worker
-     * (or a body on one) created would run with the short slice. Only that one is undone: a
+    /* A thread inherits its creator's slice: a worker of another class that a short-slice
+     * worker (or a body on one) created would run with the short slice. Only that one is undone: a
      * slice the user set for the thread that created ours is theirs. */
     if (op_policy_has_slice(sched_getscheduler(0)) && op_current_slice() == OP_SHORT_SLICE_NS) {
         (void)op_set_slice(0);

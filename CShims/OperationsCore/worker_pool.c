@@ -822,8 +822,9 @@ static void *op_worker_main(void *arg) {
     } else {
         op_topology_pin_current_thread(worker->cpu, worker->node);
     }
-    /* The latency classes' workers preempt lower-class work when they wake (time_slice.c). */
-    if (pool->fixed_nice == OP_NICE_UNCHANGED && pool->qos >= OP_QOS_USER_INITIATED) {
+    /* The workers of the default class and above preempt what runs on their CPU when they
+     * wake: lower-class work, and the submitter that woke them (time_slice.c). */
+    if (pool->fixed_nice == OP_NICE_UNCHANGED && pool->qos >= OP_QOS_DEFAULT) {
         op_time_slice_shorten_current_thread();
     } else {
         op_time_slice_reset_current_thread();

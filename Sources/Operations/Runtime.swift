@@ -87,12 +87,14 @@ public enum OperationsRuntime {
     /// Whether a wanted nice value had to be clamped for lack of privilege.
     public static var niceWasClamped: Bool { op_runtime_nice_clamped() }
 
-    /// The time slice the userInteractive and userInitiated workers asked the kernel for and
-    /// got: 100 µs, so that their wake-ups preempt lower-class work running on their CPU
-    /// instead of waiting for its slice to end (Linux 6.12 and later; their nice values, their
-    /// share of the CPU, are unchanged). `nil` when they keep the kernel's default slice
-    /// (`OPERATIONS_SHORT_SLICE=off`, or a kernel that refused or ignored the request, which is
-    /// reported once on stderr) or when no worker of those classes has started yet.
+    /// The time slice the workers of `.default`, `.userInitiated` and `.userInteractive` asked
+    /// the kernel for and got: 100 µs, so that their wake-ups preempt what runs on their CPU
+    /// (lower-class work, or the thread that submitted and woke them) instead of waiting for
+    /// its slice to end (Linux 6.12 and later; their nice values, their share of the CPU, are
+    /// unchanged). `nil` when they keep the kernel's default slice (`OPERATIONS_SHORT_SLICE=off`,
+    /// or a kernel that refused or ignored the request, which is reported once on stderr) or
+    /// when no worker of those classes has started yet. `.utility` and `.background` workers
+    /// keep the default.
     public static var latencyWorkersTimeSlice: Duration? {
         let nanoseconds = op_runtime_short_time_slice()
         return nanoseconds > 0 ? .nanoseconds(nanoseconds) : nil

@@ -225,13 +225,13 @@ struct WorkerPoolTests {
         #expect(op_runtime_worker_info(qos, -1, &info) == EINVAL)
     }
 
-    /// The latency classes' workers ask the kernel for the shortest time slice (time_slice.c),
-    /// so their wake-ups preempt lower-class bodies; the other classes keep the kernel's
-    /// default. Read from /proc/self/task/TID/sched ("se.slice", Linux 6.6 and later; the custom
+    /// The workers of the default class and the latency classes ask the kernel for the shortest
+    /// time slice (time_slice.c), so their wake-ups preempt lower-class bodies and the submitter
+    /// that woke them on its own CPU; utility and background keep the kernel's default. Read from /proc/self/task/TID/sched ("se.slice", Linux 6.6 and later; the custom
     /// slice from 6.12): skipped with a note where the kernel shows none, or where the runtime
     /// found it refused or ignored (op_runtime_short_time_slice() 0).
     @Test(arguments: allQoSClasses)
-    func latencyClassesWorkersAskForTheShortTimeSlice(qos: op_qos_t) throws {
+    func defaultAndLatencyClassesWorkersAskForTheShortTimeSlice(qos: op_qos_t) throws {
         func slice(ofThread tid: Int32) -> Int? {
             guard let text = try? String(contentsOfFile: "/proc/self/task/\(tid)/sched", encoding: .utf8),
                   let line = text.split(separator: "\n").first(where: { $0.hasPrefix("se.slice") }),
@@ -239,12 +239,12 @@ struct WorkerPoolTests {
             return Int(value.trimmingCharacters(in: .whitespaces))
         }
         op_runtime_start_workers(qos)
-        let latency = qos == OP_QOS_USER_INTERACTIVE || qos == OP_QOS_USER_INITIATED
+        let short = qos.rawValue >= OP_QOS_DEFAULT.rawValue
         guard let own = slice(ofThread: op_current_thread_id()) else {
             print("[WorkerPoolTests] no se.slice in /proc/self/task/*/sched: time slices not checked")
             return
         }
-        if latency {
+        if short {
             // What the runtime says the kernel did: 100 µs, or 0 where it refused or ignored it
             // (older than 6.12: se.slice is shown from 6.6, a custom slice taken from 6.12).
             let granted = op_runtime_short_time_slice()
@@ -258,7 +258,7 @@ struct WorkerPoolTests {
             var info = op_worker_info_t()
             try #require(op_runtime_worker_info(qos, index, &info) == 0)
             let workerSlice = try #require(slice(ofThread: info.tid), "no se.slice for tid \(info.tid)")
-            if latency {
+            if short {
                 if own == 100_000 { continue }
                 #expect(workerSlice == 100_000,
                         "\(qosName(qos)) worker \(index) runs with a \(workerSlice) ns slice, not 100 µs (the test thread's: \(own))")
@@ -271,11 +271,11 @@ struct WorkerPoolTests {
 
     /// In a child process (time_slice_probe.c), so the classes start in the order it chooses:
     /// the background and utility workers that a userInteractive body starts do not keep the
-    /// short slice they inherit from it, and latency workers of a process under SCHED_BATCH get
-    /// the short slice and keep the policy (sched_setattr without SCHED_FLAG_KEEP_POLICY moved
+    /// short slice they inherit from it, and the default and latency classes' workers of a
+    /// process under SCHED_BATCH get the short slice and keep the policy (sched_setattr without SCHED_FLAG_KEEP_POLICY moved
     /// them to SCHED_OTHER). Skipped with a note where the kernel refused or ignored the slice.
     @Test(arguments: ["inherit", "batch"])
-    func theShortTimeSliceStaysWithTheLatencyWorkers(mode: String) async throws {
+    func theShortTimeSliceStaysWithTheDefaultAndLatencyWorkers(mode: String) async throws {
         let path = try await ProbeBuilder.shared.binary("time_slice_probe").get()
         let result = await runChild(path, [mode], environment: childEnvironment(), seconds: 60, backtraceOnTimeout: true)
         try #require(!result.timedOut, "the time-slice probe did not exit:\n\(result)")
@@ -286,7 +286,7 @@ struct WorkerPoolTests {
             return
         }
         #expect(values["latency_short"] == values["latency_workers"] && values["latency_workers"] != "0",
-                "every latency worker runs with the 100 µs slice:\n\(result)")
+                "every default, userInitiated and userInteractive worker runs with the 100 µs slice:\n\(result)")
         if mode == "batch" {
             #expect(values["batch_kept"] == values["batch_workers"], "the latency workers left SCHED_BATCH:\n\(result)")
         } else {

@@ -1,11 +1,12 @@
 /*
- * time_slice_probe.c — a child process for WorkerPoolTests: the short time slice of the latency
- * classes' workers (time_slice.c) stays theirs.
+ * time_slice_probe.c — a child process for WorkerPoolTests: the short time slice of the default
+ * and latency classes' workers (time_slice.c) stays theirs.
  *
  * `inherit`: a userInteractive body starts the background and utility workers itself (a thread
  * inherits its creator's slice: they would run with 100 µs); the probe reads every worker's
- * slice (sched_getattr) and prints latency_short= (latency workers with the 100 µs slice), other_short=
- * (other workers with it: 0 expected) and workers=.
+ * slice (sched_getattr) and prints latency_short= (default, userInitiated and userInteractive
+ * workers with the 100 µs slice), other_short= (other workers with it: 0 expected) and
+ * workers=.
  * `batch`: the process runs under SCHED_BATCH before any worker starts; the latency workers get
  * the short slice and keep the policy: prints batch_kept= (latency workers still SCHED_BATCH)
  * and latency_short=.
@@ -68,12 +69,14 @@ int main(int argc, char **argv) {
     }
     op_runtime_start_workers(OP_QOS_USER_INTERACTIVE);
     op_runtime_start_workers(OP_QOS_USER_INITIATED);
+    op_runtime_start_workers(OP_QOS_DEFAULT);
     long long granted = (long long)op_runtime_short_time_slice();
     printf("granted=%lld\n", granted);
     if (granted != 100000) return 0;
     int latency_workers = 0;
     int latency_short = count_short(OP_QOS_USER_INTERACTIVE, &latency_workers) +
-                        count_short(OP_QOS_USER_INITIATED, &latency_workers);
+                        count_short(OP_QOS_USER_INITIATED, &latency_workers) +
+                        count_short(OP_QOS_DEFAULT, &latency_workers);
     printf("latency_workers=%d\nlatency_short=%d\n", latency_workers, latency_short);
     if (batch) {
         int kept = 0;

@@ -564,11 +564,12 @@ void op_runtime_set_clamp_warning(bool enabled);
 /** Whether that report is on (OPERATIONS_NICE_WARNINGS, then op_runtime_set_clamp_warning). */
 bool op_runtime_clamp_warning(void);
 
-/** The time slice the userInteractive and userInitiated workers asked the kernel for and got,
- *  in ns (100 000: their wake-ups preempt lower-class work on their CPU, Linux 6.12+); 0 when
- *  they keep the kernel's default (OPERATIONS_SHORT_SLICE=off, a thread under a real-time or the
- *  idle policy, which is not asked, or a kernel that refused or ignored it, reported once on
- *  stderr); -1 before any worker of those classes started. */
+/** The time slice the workers of the default, userInitiated and userInteractive classes asked
+ *  the kernel for and got, in ns (100 000: their wake-ups preempt what runs on their CPU, lower-
+ *  class work or the thread that woke them, Linux 6.12+); 0 when they keep the kernel's default
+ *  (OPERATIONS_SHORT_SLICE=off, a thread under a real-time or the idle policy, which is not
+ *  asked, or a kernel that refused or ignored it, reported once on stderr); -1 before any worker
+ *  of those classes started. Utility and background workers keep the default. */
 int64_t op_runtime_short_time_slice(void);
 /** Starts the workers of a class now (they otherwise start with the first task). */
 void op_runtime_start_workers(op_qos_t qos);
