@@ -15,12 +15,13 @@
  * futex word of its own, with a bit in the pool's `parked` mask (op_worker_park; spares park on
  * the pool's event count, parking.c). A token push wakes one parked worker, and only when no
  * worker is searching (op_pool_wake_one): a thread that is not a worker wakes the one pinned to
- * its own CPU (the submitter is about to wait or go on, and the woken worker finds the caches
- * warm), a worker the next parked one after itself (its own CPU is busy with its body) and its
- * own CPU's only when no other is parked. A worker that finds work after searching or parking
- * wakes one more if tokens are left, so bursts fan out without a wake per task. How many tokens
- * a queue hands out is the queue's policy (queue.c: a new slot only while none of its drainers
- * idles).
+ * its own CPU when that one preempts it (the default class and above, with the short time slice;
+ * the woken worker finds the caches warm), and one on another CPU as well if it did not run at
+ * once; a worker, and a submitter of a lower class, the next parked one after itself (its own
+ * CPU is busy) and its own CPU's only when no other is parked. A worker that finds work after
+ * searching or parking wakes one more if tokens are left, so bursts fan out without a wake per
+ * task. How many tokens a queue hands out is the queue's policy (queue.c: a new slot only while
+ * none of its drainers idles).
  *
  * The pool knows tasks only as tokens (internal.h): it hands a token to a worker and calls the
  * token's class to drain it (drain.c runs the tasks, at their nice values, through
@@ -171,37 +172,57 @@ bool op_pool_local_work(op_pool *pool, const void *tag) {
 
 static op_token *op_pool_take_token(op_pool *pool, int home);
 
-/* Wakes parked pinned worker `index` if it is still parked (its bit ours to clear); true then.
- * seq_cst: the clear is the waker's half of the Dekker pair with the worker's registration
- * (set bit, fence, look at the FIFOs). */
-static bool op_pool_wake_worker(op_pool *pool, int index) {
+/* Wakes parked pinned worker `index` if it is still parked (its bit ours to clear); true then,
+ * with `ticket` the value the wake-up set in its wake_word: once the worker ran after the
+ * wake-up, its wake_seen holds that value (or a later one). seq_cst: the clear is the waker's
+ * half of the Dekker pair with the worker's registration (set bit, fence, look at the FIFOs). */
+static bool op_pool_wake_worker_ticket(op_pool *pool, int index, uint32_t *ticket) {
     uint64_t bit = UINT64_C(1) << (index % 64);
     uint64_t old = atomic_fetch_and_explicit(&pool->parked[index / 64], ~bit, memory_order_seq_cst);
     if (!(old & bit)) return false; /* awake already, or another waker took it */
     op_worker *worker = &pool->workers[index];
     /* release: the worker's acquiring look at the word sees the token pushed before. */
-    atomic_fetch_add_explicit(&worker->wake_word, 1, memory_order_release);
+    *ticket = atomic_fetch_add_explicit(&worker->wake_word, 1, memory_order_release) + 1;
     op_futex_wake(&worker->wake_word, 1);
     return true;
 }
 
+/* op_pool_wake_worker_ticket without the ticket. */
+static bool op_pool_wake_worker(op_pool *pool, int index) {
+    uint32_t ticket;
+    return op_pool_wake_worker_ticket(pool, index, &ticket);
+}
+
 /* Wakes one parked worker of the pool for a token just pushed (the caller pushed and fenced).
  * Which one: a thread that is not a worker (a submitter of its own) wakes the worker pinned to
- * the CPU it runs on, if parked. That worker preempts the submitter at once, with no
- * inter-processor interrupt: waking a thread on an idle CPU costs an interrupt, and the idle
- * CPU's exit from its sleep (on a 2-vCPU VM: 24 µs to a worker on the other vCPU, 2.5 µs to one
- * on the waker's own, tools probe of 2026-11; libdispatch's threads land on the waker's CPU the
- * same way, through the kernel's wake-affine choice). A worker of any pool keeps its own CPU
- * busy with the body that submitted, so it wakes a worker on another CPU, the first parked one
- * after its own (wake-ups spread over the CPUs), and the one on its own CPU only when no other
- * is parked. With none parked at all, a parked spare (they park on the pool's event). */
+ * the CPU it runs on, if parked, when that worker preempts it (the default class and above,
+ * with the short time slice: time_slice.c). It then runs as the wake's system call returns,
+ * with no inter-processor interrupt: waking a thread on an idle CPU costs an interrupt, and the
+ * idle CPU's exit from its sleep (on a 2-vCPU VM: 24 µs to a worker on the other vCPU, 2.5 µs
+ * to one on the waker's own, tools probe of 2026-11; libdispatch's threads land on the waker's
+ * CPU the same way, through the kernel's wake-affine choice). If it has not run by then (the
+ * kernel found it not yet eligible), it waits for the submitter to block or to use up its
+ * slice, and being pinned it cannot move to an idle CPU: a worker on another CPU is woken as
+ * well, and whichever comes first takes the token. A utility or background worker would wait
+ * behind a submitter that goes on running (p50 1.9 ms, CPU 1 idle, in a probe that spins after
+ * each submit on 2 CPUs), so those wake as a worker does. A worker of any pool keeps its own
+ * CPU busy with the body that submitted, so it wakes a worker on another CPU, the first parked
+ * one after its own (wake-ups spread over the CPUs), and the one on its own CPU only when no
+ * other is parked. With none parked at all, a parked spare (they park on the pool's event). */
 static void op_pool_wake_one(op_pool *pool) {
     op_worker *self = op_tls_worker;
     int cpu = self && !self->spare ? self->cpu : sched_getcpu();
     int local = cpu >= 0 && cpu <= pool->max_cpu_id ? pool->worker_of_cpu[cpu] : -1;
-    if (!self && local >= 0 && op_pool_wake_worker(pool, local)) return;
+    uint32_t ticket;
+    /* relaxed: a hint (see preempts_submitter). */
+    bool preempts = atomic_load_explicit(&pool->preempts_submitter, memory_order_relaxed);
+    if (!self && local >= 0 && preempts && op_pool_wake_worker_ticket(pool, local, &ticket)) {
+        /* relaxed: a stale value only wakes the second worker for nothing. */
+        uint32_t seen = atomic_load_explicit(&pool->workers[local].wake_seen, memory_order_relaxed);
+        if ((int32_t)(seen - ticket) >= 0) return;
+    }
     /* The others, starting after ours (so wake-ups spread over the CPUs); the one on our own
-     * CPU only when no other is parked: it would wait for the body running here. */
+     * CPU only when no other is parked: it would wait for what runs here. */
     int start = local >= 0 ? local + 1 : 0;
     for (int pass = 0; pass < 2; pass++) {
         for (int w = 0; w <= pool->parked_words; w++) {
@@ -257,6 +278,10 @@ static op_token *op_worker_park(op_pool *pool, op_worker *worker, int64_t timeou
         }
         op_futex_wait(&worker->wake_word, key, left);
     }
+    /* Running again: a waker that checks whether its wake-up ran reads this (relaxed: a hint,
+     * see op_pool_wake_one). */
+    uint32_t woken = atomic_load_explicit(&worker->wake_word, memory_order_relaxed);
+    atomic_store_explicit(&worker->wake_seen, woken, memory_order_relaxed);
     /* Timed out (or woken and cleared already): make sure we are not registered any more. A
      * waker that cleared the bit after our timeout bumps the word for nothing: harmless. */
     uint64_t old = atomic_fetch_and_explicit(word, ~bit, memory_order_seq_cst);
@@ -825,7 +850,9 @@ static void *op_worker_main(void *arg) {
     /* The workers of the default class and above preempt what runs on their CPU when they
      * wake: lower-class work, and the submitter that woke them (time_slice.c). */
     if (pool->fixed_nice == OP_NICE_UNCHANGED && pool->qos >= OP_QOS_DEFAULT) {
-        op_time_slice_shorten_current_thread();
+        if (op_time_slice_shorten_current_thread()) {
+            atomic_store_explicit(&pool->preempts_submitter, true, memory_order_relaxed);
+        }
     } else {
         op_time_slice_reset_current_thread();
     }
@@ -1093,6 +1120,7 @@ static op_pool *op_pool_create(int qos, const op_placement *placement, int fixed
     for (int i = 0; i < pool->parked_words; i++) atomic_init(&pool->parked[i], 0);
     for (int cpu = 0; cpu <= pool->max_cpu_id; cpu++) pool->worker_of_cpu[cpu] = -1;
     atomic_init(&pool->searching, 0);
+    atomic_init(&pool->preempts_submitter, false);
     atomic_init(&pool->started, 0);
     atomic_init(&pool->balance, 0);
     atomic_init(&pool->spares_peak, 0);
@@ -1119,6 +1147,7 @@ static op_pool *op_pool_create(int qos, const op_placement *placement, int fixed
         worker->node = topology->cpu_node[usable];
         if (worker->cpu >= 0 && worker->cpu <= pool->max_cpu_id) pool->worker_of_cpu[worker->cpu] = i;
         atomic_init(&worker->wake_word, 0);
+        atomic_init(&worker->wake_seen, 0);
         atomic_init(&worker->tid, 0);
         atomic_init(&worker->body, 0);
         atomic_init(&worker->body_queue, NULL);

@@ -74,6 +74,10 @@ typedef struct op_worker {
      * sleeps while it holds the value it read before registering in pool->parked). On a line
      * of its own: a waker writes it, nothing else on the task path reads it. */
     alignas(OP_CACHE_LINE) _Atomic uint32_t wake_word;
+    /* The value of wake_word the worker saw when it last left a park, written by the worker as
+     * it resumes: a waker that reads its own bump here knows the wake-up ran (see
+     * op_pool_wake_one's backstop). On wake_word's line: the waker reads both. */
+    _Atomic uint32_t wake_seen;
 } op_worker;
 
 struct op_pool {
@@ -92,6 +96,10 @@ struct op_pool {
     int parked_words;
     int *worker_of_cpu;
     int max_cpu_id;
+    /* Whether its workers got the short time slice (time_slice.c), so that one woken on a
+     * submitter's CPU preempts the submitter (op_pool_wake_one). Set by the workers as they
+     * start; relaxed: a hint that only picks which worker a wake-up goes to. */
+    _Atomic bool preempts_submitter;
     alignas(OP_CACHE_LINE) _Atomic int searching;
     alignas(OP_CACHE_LINE) _Atomic int started;
     op_worker *workers;

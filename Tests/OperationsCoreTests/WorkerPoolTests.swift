@@ -295,6 +295,31 @@ struct WorkerPoolTests {
         }
     }
 
+    /// A submitter that goes on running after its submit (it spins, here; a thread that computes
+    /// does the same) keeps its CPU from a utility or background worker woken there, which is
+    /// pinned and cannot move to an idle CPU: those classes' wake-ups go to a worker on another
+    /// CPU (op_pool_wake_one). In a child process (spinning_submitter_probe.c), pinned to one
+    /// CPU, 20 rounds with every worker parked first. The old choice (the submitter's own CPU)
+    /// ran 20 of 20 there, each after the spinner's slice (1.9 ms p50 on 2 CPUs). Skipped with a
+    /// note where the class has one worker (one usable CPU).
+    @Test(arguments: [OP_QOS_BACKGROUND, OP_QOS_UTILITY])
+    func aLowerClassWakeUpSkipsTheWorkerOnASpinningSubmittersCPU(qos: op_qos_t) async throws {
+        let path = try await ProbeBuilder.shared.binary("spinning_submitter_probe").get()
+        let result = await runChild(path, ["\(qos.rawValue)", "20"], environment: childEnvironment(), seconds: 60,
+                                    backtraceOnTimeout: true)
+        try #require(!result.timedOut, "the spinning-submitter probe did not exit:\n\(result)")
+        try #require(result.exitCode == 0, "the spinning-submitter probe failed (3: workers never all parked, 4: a task did not start in 10 s):\n\(result)")
+        let values = result.values
+        guard let workers = values["workers"].flatMap({ Int($0) }), workers >= 2 else {
+            print("[WorkerPoolTests] \(qosName(qos)) has one worker: the wake-up choice not checked")
+            return
+        }
+        let onSubmitterCPU = try #require(values["on_submitter_cpu"].flatMap { Int($0) }, "\(result)")
+        // Fewer than half: a wake-up of the submitter's own worker for another reason (a timed
+        // park) may still land one there; the old choice landed every one.
+        #expect(onSubmitterCPU < 10, "\(onSubmitterCPU) of 20 \(qosName(qos)) tasks ran on the spinning submitter's CPU, behind it:\n\(result)")
+    }
+
     @Test func runningAsRootAllowsNegativeNiceValues() {
         // The tests run as root (CAP_SYS_NICE); the clamp path is tested in a child process
         // without the privilege (ClampTests).
