@@ -680,8 +680,9 @@ bool op_nice_can_hold(int nice);
 /* setpriority on the calling thread; returns 0 or errno. */
 int op_nice_set_current_thread(int nice);
 /* time_slice.c: asks the kernel for the short slice of a worker of the default class or above
- * (the calling thread); false when off or refused (reported once). */
-bool op_time_slice_shorten_current_thread(void);
+ * (the calling thread); false when off, refused or ignored (then reported once on stderr when
+ * `report`: the latency classes). */
+bool op_time_slice_shorten_current_thread(bool report);
 /* time_slice.c: a worker of another class (or the monitor, the spawner) gives up the short
  * slice it inherited from the thread that created it (a short-slice worker, or a body on one). */
 void op_time_slice_reset_current_thread(void);

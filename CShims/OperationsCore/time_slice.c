@@ -11,14 +11,17 @@
  * its own slice (sched_setattr's sched_runtime, 0.1–100 ms, no privilege needed), and a waking
  * thread with a shorter slice than the running one preempts it (the kernel's PREEMPT_SHORT).
  *
- * The default class needs it too: a submitter that is not a worker wakes the parked worker
- * pinned to its own CPU (worker_pool.c, op_pool_wake_one), which is meant to preempt it as the
- * wake's system call returns. With the kernel's slice, a submitter that goes on running (it
- * spins, or computes) kept its CPU until its slice ended while the worker, pinned, could not
- * move to the idle CPU beside it: W7 busy's slowest start was 3.0–4.5 ms in every run on the
- * 2-CPU VM (a scheduler trace: the submitter ran 3.96 ms after the wake, the other CPU idle),
- * 230–250 µs with the short slice. Utility and background workers keep the default: they
- * yield to the submitter by design.
+ * The default class asks too: a submitter that is not a worker wakes the parked worker pinned
+ * to its own CPU (worker_pool.c, op_pool_wake_one), which is meant to preempt it as the wake's
+ * system call returns. With the kernel's slice, a submitter that went on running (it spins, or
+ * computes) kept its CPU until the kernel's next preemption point (its protected slice, then
+ * the 4 ms tick: RUN_TO_PARITY) while the pinned worker could not move to the idle CPU beside
+ * it: W7 busy's slowest start was 3.0–4.5 ms in every run on the 2-CPU VM (a scheduler trace:
+ * the submitter ran 3.96 ms after the wake, the other CPU idle), 230–250 µs with the short
+ * slice. Where the kernel does not grant it, op_pool_wake_one's backstop (a second wake-up on
+ * another CPU when the first did not run) covers the default class, so only the latency
+ * classes report the refusal. Utility and background workers keep the default slice: they
+ * yield to the submitter by design, and their wake-ups go to another CPU first.
  *
  * Such a worker asks for OP_SHORT_SLICE_NS when it starts (workers and spares), which is what
  * the interface is for; its nice value (its share of the CPU) is unchanged. The cost: such a
@@ -27,14 +30,18 @@
  * OPERATIONS_SHORT_SLICE=off leaves the kernel's default. The slice is read back with
  * sched_getattr (6.12 and later report a fair thread's slice in sched_runtime): a kernel that
  * refuses the call (a seccomp filter) or ignores the field (older than 6.12: the call succeeds
- * and the slice stays the default) is reported once on stderr (OPERATIONS_NICE_WARNINGS=0
- * silences it, as the nice warnings) and changes nothing else. op_runtime_short_time_slice
- * says what the workers got. The thread keeps its policy (SCHED_FLAG_KEEP_POLICY): one under a
- * real-time or the idle policy (a process started under chrt) is not asked at all.
+ * and the slice stays the default) is reported once on stderr when a latency class asked
+ * (OPERATIONS_NICE_WARNINGS=0 silences it, as the nice warnings) and changes nothing else.
+ * op_runtime_short_time_slice says what the workers got. The thread keeps its policy
+ * (SCHED_FLAG_KEEP_POLICY): one under a real-time or the idle policy (a process started under
+ * chrt) is not asked at all.
  *
  * A thread inherits its creator's slice: the workers of the other classes give up the short
  * one if they got it that way (a short-slice worker may start them). A thread that a body on
- * such a worker creates itself keeps it, as it keeps that worker's nice value.
+ * such a worker creates itself keeps it, as it keeps that worker's nice value: a thread made
+ * from a default-class operation (a Foundation Thread, a thread libdispatch adds to its pool
+ * while such a body enqueues, a child process) runs with the 100 µs slice, and is switched
+ * more often when it competes for its CPU.
  */
 #include "internal.h"
 
@@ -83,9 +90,10 @@ static void op_report_refused_slice(const char *why) {
     if (atomic_exchange_explicit(&reported, true, memory_order_relaxed)) return;
     if (!op_env_flag("OPERATIONS_NICE_WARNINGS", true)) return;
     fprintf(stderr,
-            "operations: the kernel %s the 100 us time slice asked for the default, userInitiated "
-            "and userInteractive workers; they keep the kernel's default slice, so their "
-            "wake-ups may wait up to that long (about 1-4 ms) behind other work on their CPU. It needs "
+            "operations: the kernel %s the 100 us time slice asked for the userInteractive and "
+            "userInitiated workers (and the default class's); they keep the kernel's default "
+            "slice, so their wake-ups may wait up to that long (about 1-4 ms) behind "
+            "lower-class work on their CPU. It needs "
             "Linux 6.12 or later and sched_setattr allowed (seccomp); OPERATIONS_SHORT_SLICE=off "
             "stops asking, OPERATIONS_NICE_WARNINGS=0 silences this. Reported once.\n",
             why);
@@ -122,7 +130,7 @@ static uint64_t op_current_slice(void) {
     return got.sched_runtime;
 }
 
-bool op_time_slice_shorten_current_thread(void) {
+bool op_time_slice_shorten_current_thread(bool report) {
     pthread_once(&op_short_slice_once, op_short_slice_init);
     /* A thread under a real-time or the idle policy (the process was started with chrt, say)
      * keeps it: the call would move it to SCHED_OTHER, or be refused. */
@@ -134,14 +142,14 @@ bool op_time_slice_shorten_current_thread(void) {
     if (error != 0) {
         char why[96];
         snprintf(why, sizeof why, "refused (sched_setattr: %s)", strerror(error));
-        op_report_refused_slice(why);
+        if (report) op_report_refused_slice(why);
         atomic_store_explicit(&op_short_slice_granted, 0, memory_order_relaxed);
         return false;
     }
     /* Read it back: a kernel older than 6.12 accepts the call and ignores the field (its
      * sched_getattr reports 0 there, 6.12 and later the thread's slice). */
     if (op_current_slice() != OP_SHORT_SLICE_NS) {
-        op_report_refused_slice("ignored (Linux older than 6.12)");
+        if (report) op_report_refused_slice("ignored (Linux older than 6.12)");
         atomic_store_explicit(&op_short_slice_granted, 0, memory_order_relaxed);
         return false;
     }

@@ -14,11 +14,11 @@
  * half the pool), look a few more microseconds while yielding the CPU, then park, each on a
  * futex word of its own, with a bit in the pool's `parked` mask (op_worker_park; spares park on
  * the pool's event count, parking.c). A token push wakes one parked worker, and only when no
- * worker is searching (op_pool_wake_one): a thread that is not a worker wakes the one pinned to
- * its own CPU when that one preempts it (the default class and above, with the short time slice;
- * the woken worker finds the caches warm), and one on another CPU as well if it did not run at
- * once; a worker, and a submitter of a lower class, the next parked one after itself (its own
- * CPU is busy) and its own CPU's only when no other is parked. A worker that finds work after
+ * worker is searching (op_pool_wake_one): in a pool of the default class or above, a thread
+ * that is not a worker wakes the one pinned to its own CPU, which preempts it and finds the
+ * caches warm, and one on another CPU as well if that one did not run at once; a worker, and
+ * a submitter to another pool, the next parked one after its own CPU's (its own CPU is busy)
+ * and its own CPU's only when no other is parked. A worker that finds work after
  * searching or parking wakes one more if tokens are left, so bursts fan out without a wake per
  * task. How many tokens a queue hands out is the queue's policy (queue.c: a new slot only while
  * none of its drainers idles).
@@ -195,31 +195,36 @@ static bool op_pool_wake_worker(op_pool *pool, int index) {
 
 /* Wakes one parked worker of the pool for a token just pushed (the caller pushed and fenced).
  * Which one: a thread that is not a worker (a submitter of its own) wakes the worker pinned to
- * the CPU it runs on, if parked, when that worker preempts it (the default class and above,
- * with the short time slice: time_slice.c). It then runs as the wake's system call returns,
- * with no inter-processor interrupt: waking a thread on an idle CPU costs an interrupt, and the
- * idle CPU's exit from its sleep (on a 2-vCPU VM: 24 µs to a worker on the other vCPU, 2.5 µs
- * to one on the waker's own, tools probe of 2026-11; libdispatch's threads land on the waker's
- * CPU the same way, through the kernel's wake-affine choice). If it has not run by then (the
- * kernel found it not yet eligible), it waits for the submitter to block or to use up its
- * slice, and being pinned it cannot move to an idle CPU: a worker on another CPU is woken as
- * well, and whichever comes first takes the token. A utility or background worker would wait
- * behind a submitter that goes on running (p50 1.9 ms, CPU 1 idle, in a probe that spins after
- * each submit on 2 CPUs), so those wake as a worker does. A worker of any pool keeps its own
- * CPU busy with the body that submitted, so it wakes a worker on another CPU, the first parked
- * one after its own (wake-ups spread over the CPUs), and the one on its own CPU only when no
- * other is parked. With none parked at all, a parked spare (they park on the pool's event). */
+ * the CPU it runs on, if parked, in a pool of the default class or above (under SCHED_OTHER:
+ * wakes_on_submitter_cpu). That worker preempts the submitter as the wake's system call
+ * returns (their short time slice, time_slice.c), with no inter-processor interrupt: waking a
+ * thread on an idle CPU costs an interrupt, and the idle CPU's exit from its sleep (on a 2-vCPU
+ * VM: 24 µs to a worker on the other vCPU, 2.5 µs to one on the waker's own, tools probe of
+ * 2026-11; libdispatch's threads land on the waker's CPU the same way, through the kernel's
+ * wake-affine choice). If it has not run by then (the kernel did not preempt: the worker was
+ * not yet eligible, the slice was not granted, the submitter runs under a real-time policy or
+ * moved to another CPU meanwhile), it waits for the submitter to block or to be preempted, and
+ * being pinned it cannot move to an idle CPU: a worker on another CPU is woken as well, and
+ * whichever comes first takes the token. In the other pools (utility, background, a pool for a
+ * nice value) a worker woken on the CPU of a submitter that goes on running would wait behind
+ * it (p50 1.9 ms, the other CPU idle, in a probe that spins after each submit on 2 CPUs), so a
+ * submitter wakes as a worker does. A worker of any pool keeps its own CPU busy with the body
+ * that submitted, so it wakes a worker on another CPU, the first parked one after its own
+ * (wake-ups spread over the CPUs), and the one on its own CPU only when no other is parked.
+ * With none parked at all (or none but the one woken first), a parked spare (they park on the
+ * pool's event). */
 static void op_pool_wake_one(op_pool *pool) {
     op_worker *self = op_tls_worker;
     int cpu = self && !self->spare ? self->cpu : sched_getcpu();
     int local = cpu >= 0 && cpu <= pool->max_cpu_id ? pool->worker_of_cpu[cpu] : -1;
     uint32_t ticket;
-    /* relaxed: a hint (see preempts_submitter). */
-    bool preempts = atomic_load_explicit(&pool->preempts_submitter, memory_order_relaxed);
-    if (!self && local >= 0 && preempts && op_pool_wake_worker_ticket(pool, local, &ticket)) {
-        /* relaxed: a stale value only wakes the second worker for nothing. */
+    /* relaxed: a hint (see wakes_on_submitter_cpu). */
+    bool own_first = atomic_load_explicit(&pool->wakes_on_submitter_cpu, memory_order_relaxed);
+    if (!self && local >= 0 && own_first && op_pool_wake_worker_ticket(pool, local, &ticket)) {
+        /* relaxed: a stale value only wakes the second worker for nothing. The worker's value
+         * is at most ours (we bumped last) unless it ran since: a difference below 2^31. */
         uint32_t seen = atomic_load_explicit(&pool->workers[local].wake_seen, memory_order_relaxed);
-        if ((int32_t)(seen - ticket) >= 0) return;
+        if (seen - ticket < UINT32_C(0x80000000)) return;
     }
     /* The others, starting after ours (so wake-ups spread over the CPUs); the one on our own
      * CPU only when no other is parked: it would wait for what runs here. */
@@ -265,7 +270,12 @@ static op_token *op_worker_park(op_pool *pool, op_worker *worker, int64_t timeou
         /* Unregister; if a waker cleared our bit first, its wake-up was meant for a token (maybe
          * the one we took): pass it on, as the wake-up of another worker. */
         uint64_t old = atomic_fetch_and_explicit(word, ~bit, memory_order_seq_cst);
-        if (!(old & bit) && op_pool_has_tokens(pool)) op_pool_wake_one(pool);
+        if (!(old & bit)) {
+            /* That waker's ticket is key + 1 (only the waker that cleared our bit bumps): it
+             * finds us running and wakes nobody else (relaxed: see op_pool_wake_one). */
+            atomic_store_explicit(&worker->wake_seen, key + 1, memory_order_relaxed);
+            if (op_pool_has_tokens(pool)) op_pool_wake_one(pool);
+        }
         return token;
     }
     int64_t deadline = timeout_ns >= 0 ? op_now_ns() + timeout_ns : -1;
@@ -850,8 +860,11 @@ static void *op_worker_main(void *arg) {
     /* The workers of the default class and above preempt what runs on their CPU when they
      * wake: lower-class work, and the submitter that woke them (time_slice.c). */
     if (pool->fixed_nice == OP_NICE_UNCHANGED && pool->qos >= OP_QOS_DEFAULT) {
-        if (op_time_slice_shorten_current_thread()) {
-            atomic_store_explicit(&pool->preempts_submitter, true, memory_order_relaxed);
+        /* Only the latency classes report a kernel that refuses or ignores the slice: the
+         * default class's wake-ups have a backstop without it (op_pool_wake_one). */
+        op_time_slice_shorten_current_thread(pool->qos >= OP_QOS_USER_INITIATED);
+        if (sched_getscheduler(0) == SCHED_OTHER) {
+            atomic_store_explicit(&pool->wakes_on_submitter_cpu, true, memory_order_relaxed);
         }
     } else {
         op_time_slice_reset_current_thread();
@@ -1120,7 +1133,7 @@ static op_pool *op_pool_create(int qos, const op_placement *placement, int fixed
     for (int i = 0; i < pool->parked_words; i++) atomic_init(&pool->parked[i], 0);
     for (int cpu = 0; cpu <= pool->max_cpu_id; cpu++) pool->worker_of_cpu[cpu] = -1;
     atomic_init(&pool->searching, 0);
-    atomic_init(&pool->preempts_submitter, false);
+    atomic_init(&pool->wakes_on_submitter_cpu, false);
     atomic_init(&pool->started, 0);
     atomic_init(&pool->balance, 0);
     atomic_init(&pool->spares_peak, 0);

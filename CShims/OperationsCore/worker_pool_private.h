@@ -71,12 +71,12 @@ typedef struct op_worker {
     /* Pinned workers only: ready tasks released on this worker (drain.c), stolen by others. */
     op_local_run_queue local;
     /* Pinned workers only: where it parks (a futex word bumped by whoever wakes it: the worker
-     * sleeps while it holds the value it read before registering in pool->parked). On a line
-     * of its own: a waker writes it, nothing else on the task path reads it. */
+     * sleeps while it holds the value it read before registering in pool->parked), and the
+     * value of that word the worker saw when it last left a park, written by the worker as it
+     * resumes: a waker that reads its own bump there knows the wake-up ran (op_pool_wake_one).
+     * On a line of their own: wakers write the one and read the other, the worker the reverse,
+     * nothing on the task path reads either. */
     alignas(OP_CACHE_LINE) _Atomic uint32_t wake_word;
-    /* The value of wake_word the worker saw when it last left a park, written by the worker as
-     * it resumes: a waker that reads its own bump here knows the wake-up ran (see
-     * op_pool_wake_one's backstop). On wake_word's line: the waker reads both. */
     _Atomic uint32_t wake_seen;
 } op_worker;
 
@@ -96,10 +96,11 @@ struct op_pool {
     int parked_words;
     int *worker_of_cpu;
     int max_cpu_id;
-    /* Whether its workers got the short time slice (time_slice.c), so that one woken on a
-     * submitter's CPU preempts the submitter (op_pool_wake_one). Set by the workers as they
-     * start; relaxed: a hint that only picks which worker a wake-up goes to. */
-    _Atomic bool preempts_submitter;
+    /* Whether a submitter's wake-up goes to the worker on its own CPU first (op_pool_wake_one):
+     * a class's pool of the default class or above whose workers run under SCHED_OTHER (the
+     * kernel never lets a SCHED_BATCH or SCHED_IDLE thread preempt on waking). Set by the
+     * workers as they start; relaxed: a hint that only picks which worker a wake-up goes to. */
+    _Atomic bool wakes_on_submitter_cpu;
     alignas(OP_CACHE_LINE) _Atomic int searching;
     alignas(OP_CACHE_LINE) _Atomic int started;
     op_worker *workers;

@@ -95,7 +95,7 @@ public enum OperationsRuntime {
     /// or a kernel that refused or ignored the request, which is reported once on stderr) or
     /// when no worker of those classes has started yet. `.utility` and `.background` workers
     /// keep the default.
-    public static var latencyWorkersTimeSlice: Duration? {
+    public static var shortTimeSlice: Duration? {
         let nanoseconds = op_runtime_short_time_slice()
         return nanoseconds > 0 ? .nanoseconds(nanoseconds) : nil
     }

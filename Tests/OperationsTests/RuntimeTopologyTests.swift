@@ -24,12 +24,12 @@ import Testing
     /// Once a userInteractive operation ran, its workers' time slice is known: 100 µs where the
     /// kernel took it (Linux 6.12 and later), nil where it refused or ignored it; the same as the
     /// core reports.
-    @Test func latencyWorkersTimeSliceIsReportedOnceTheyStarted() {
+    @Test func shortTimeSliceIsReportedOnceTheWorkersStarted() {
         let queue = OperationQueue()
         queue.qualityOfService = .userInteractive
         queue.addOperation {}
         queue.waitUntilAllOperationsAreFinished()
-        let slice = OperationsRuntime.latencyWorkersTimeSlice
+        let slice = OperationsRuntime.shortTimeSlice
         #expect(slice == nil || slice == .microseconds(100), "\(String(describing: slice))")
         #expect(slice == (op_runtime_short_time_slice() > 0 ? .microseconds(100) : nil))
     }

@@ -1,19 +1,25 @@
 /*
  * spinning_submitter_probe.c — a child process for WorkerPoolTests: which worker a submitter
- * that goes on running wakes. argv[1] is a class (0 background … 4 userInteractive).
+ * that goes on running wakes. argv[1] is a class (0 background … 4 userInteractive), argv[2]
+ * the rounds (20), argv[3] "fifo" to spin under SCHED_FIFO (no worker can preempt it).
  *
  * The probe pins itself to the CPU of the class's worker 0, after the workers started (a pool
- * has a worker per CPU of the affinity it starts with), and for each of argv[2] rounds (20):
- * waits until every worker of the class sleeps (/proc/self/task/TID/stat), submits a task that
- * notes the CPU it runs on, and spins until the task started. A utility or background worker
- * woken on the probe's CPU would wait behind the spinning probe until its time slice ends
- * (worker_pool.c, op_pool_wake_one), so for those classes the wake-up goes to a worker on
- * another CPU.
+ * has a worker per CPU of the affinity it starts with), and for each round: waits until every
+ * worker of the class sleeps (/proc/self/task/TID/stat), submits a task that notes the CPU it
+ * runs on, and spins until the task started. A utility or background worker woken on the
+ * probe's CPU would wait behind the spinning probe until the kernel preempts it, so for those
+ * classes the wake-up goes to a worker on another CPU (worker_pool.c, op_pool_wake_one); a
+ * default or higher worker woken there that could not preempt the probe (under SCHED_FIFO,
+ * never) is backed by a second wake-up on another CPU.
  *
- * Prints workers= (the class's workers; with fewer than 2 it stops there), then rounds=,
- * submitter_cpu= and on_submitter_cpu= (rounds whose task ran on the probe's CPU). Exit 0 when
- * printed; 2 when a call failed; 3 when the workers did not all sleep within 10 s; 4 when a task
- * did not start within 10 s.
+ * Prints workers= (the class's workers; with fewer than 2 it stops there), fifo=0 (the policy
+ * was refused: it stops there), then rounds=, submitter_cpu=, on_submitter_cpu= (rounds whose
+ * task ran on the probe's CPU), slowest_start_us= (for the reader) and over_5ms= (rounds whose
+ * task started more than 5 ms after its submit: the blocked-worker monitor's rescue, a 10 ms
+ * tick, and not a second wake-up, tens of µs).
+ * Exit 0 when printed; 2 when a call failed; 3 when the workers did not all sleep within 10 s;
+ * 4 when a task did not start within 10 s; 5 when /proc shows no worker's state (nothing
+ * checked).
  */
 #define _GNU_SOURCE
 #include <operations_core.h>
@@ -60,7 +66,9 @@ static int wait_all_asleep(op_qos_t qos) {
         for (int i = 0; i < op_runtime_worker_count(qos); i++) {
             op_worker_info_t info;
             if (op_runtime_worker_info(qos, i, &info) != 0) return 2;
-            if (thread_state(info.tid) != 'S') awake++;
+            char state = thread_state(info.tid);
+            if (state == 0) return 5; /* no /proc (or hidden): nothing to wait for */
+            if (state != 'S') awake++;
         }
         if (awake == 0) return 0;
         if (now_ns() > deadline) return 3;
@@ -81,22 +89,40 @@ int main(int argc, char **argv) {
     CPU_ZERO(&set);
     CPU_SET(first.cpu, &set);
     if (sched_setaffinity(0, sizeof set, &set) != 0) return 2;
+    if (argc > 3 && strcmp(argv[3], "fifo") == 0) {
+        /* Priority 1, the lowest: the kernel's real-time throttling still leaves the other
+         * threads of this CPU 5 % of it. */
+        struct sched_param param = {.sched_priority = 1};
+        if (sched_setscheduler(0, SCHED_FIFO, &param) != 0) {
+            printf("fifo=0\n");
+            return 0;
+        }
+        printf("fifo=1\n");
+    }
     op_queue_t *queue = op_queue_create("spinning-submitter", qos, OP_WIDTH_DEFAULT);
     if (!queue) return 2;
     int on_submitter_cpu = 0;
+    long long slowest = 0; /* for the reader */
+    int over_5ms = 0;
     for (int round = 0; round < rounds; round++) {
         int rc = wait_all_asleep(qos);
         if (rc != 0) return rc;
         atomic_store(&ran_on_cpu, -1);
+        long long submitted = now_ns();
         if (op_queue_submit_f(queue, note_cpu, NULL) != 0) return 2;
-        long long deadline = now_ns() + 10LL * 1000000000LL;
+        long long deadline = submitted + 10LL * 1000000000LL;
         while (atomic_load(&ran_on_cpu) < 0) { /* a submitter that goes on running */
             if (now_ns() > deadline) return 4;
         }
+        long long waited = now_ns() - submitted;
+        if (waited > slowest) slowest = waited;
+        if (waited > 5000000LL) over_5ms++;
         if (atomic_load(&ran_on_cpu) == first.cpu) on_submitter_cpu++;
     }
     if (op_queue_wait(queue, 10LL * 1000000000LL) != 0) return 2;
     op_queue_release(queue);
-    printf("rounds=%d\nsubmitter_cpu=%d\non_submitter_cpu=%d\n", rounds, first.cpu, on_submitter_cpu);
+    printf("rounds=%d\nsubmitter_cpu=%d\n", rounds, first.cpu);
+    printf("on_submitter_cpu=%d\nslowest_start_us=%lld\n", on_submitter_cpu, slowest / 1000);
+    printf("over_5ms=%d\n", over_5ms);
     return 0;
 }
