@@ -225,6 +225,7 @@ static void op_pool_wake_one(op_pool *pool) {
          * is at most ours (we bumped last) unless it ran since: a difference below 2^31. */
         uint32_t seen = atomic_load_explicit(&pool->workers[local].wake_seen, memory_order_relaxed);
         if (seen - ticket < UINT32_C(0x80000000)) return;
+        atomic_fetch_add_explicit(&pool->backed_wakes, 1, memory_order_relaxed);
     }
     /* The others, starting after ours (so wake-ups spread over the CPUs); the one on our own
      * CPU only when no other is parked: it would wait for what runs here. */
@@ -1134,6 +1135,7 @@ static op_pool *op_pool_create(int qos, const op_placement *placement, int fixed
     for (int cpu = 0; cpu <= pool->max_cpu_id; cpu++) pool->worker_of_cpu[cpu] = -1;
     atomic_init(&pool->searching, 0);
     atomic_init(&pool->wakes_on_submitter_cpu, false);
+    atomic_init(&pool->backed_wakes, 0);
     atomic_init(&pool->started, 0);
     atomic_init(&pool->balance, 0);
     atomic_init(&pool->spares_peak, 0);

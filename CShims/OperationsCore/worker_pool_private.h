@@ -101,6 +101,9 @@ struct op_pool {
      * kernel never lets a SCHED_BATCH or SCHED_IDLE thread preempt on waking). Set by the
      * workers as they start; relaxed: a hint that only picks which worker a wake-up goes to. */
     _Atomic bool wakes_on_submitter_cpu;
+    /* How many of those wake-ups had not run when the wake returned and were backed by a
+     * second one on another CPU (op_runtime_describe reports it). relaxed: a count. */
+    _Atomic uint64_t backed_wakes;
     alignas(OP_CACHE_LINE) _Atomic int searching;
     alignas(OP_CACHE_LINE) _Atomic int started;
     op_worker *workers;

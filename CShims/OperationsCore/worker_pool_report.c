@@ -90,13 +90,15 @@ static void op_report_pool(op_report *report, op_pool *pool) {
     }
     op_report_add(report,
                   "  pool %s%s: %d workers (%d with a thread), tokens %s, searching %d,"
-                  " %u blocked, %u spares, %u lingering (%u of them claimed)\n",
+                  " %u blocked, %u spares, %u lingering (%u of them claimed),"
+                  " %llu wake-ups backed on another CPU\n",
                   kind, pool->placement ? " (placed)" : "", pool->size,
                   atomic_load_explicit(&pool->created, memory_order_relaxed),
                   op_pool_has_tokens(pool) ? "waiting" : "none",
                   atomic_load_explicit(&pool->searching, memory_order_relaxed),
                   OP_BALANCE_BLOCKED(balance), OP_BALANCE_SPARES(balance),
-                  OP_IDLE_SPARES(idle), OP_IDLE_CLAIMS(idle));
+                  OP_IDLE_SPARES(idle), OP_IDLE_CLAIMS(idle),
+                  (unsigned long long)atomic_load_explicit(&pool->backed_wakes, memory_order_relaxed));
     for (int i = 0; i < pool->size; i++) op_report_worker(report, "worker", &pool->workers[i]);
     pthread_mutex_lock(&pool->spares_lock);
     for (op_worker *spare = pool->spares; spare; spare = spare->next_spare) {

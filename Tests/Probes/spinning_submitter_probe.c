@@ -14,9 +14,11 @@
  *
  * Prints workers= (the class's workers; with fewer than 2 it stops there), fifo=0 (the policy
  * was refused: it stops there), then rounds=, submitter_cpu=, on_submitter_cpu= (rounds whose
- * task ran on the probe's CPU), slowest_start_us= (for the reader) and over_5ms= (rounds whose
- * task started more than 5 ms after its submit: the blocked-worker monitor's rescue, a 10 ms
- * tick, and not a second wake-up, tens of µs).
+ * task ran on the probe's CPU), slowest_start_us= and over_5ms= (rounds whose task started
+ * more than 5 ms after its submit: the blocked-worker monitor's rescue, a 10 ms tick, and not a
+ * second wake-up, tens of µs; for the reader, no test asserts a time), and backed_wakes= (the
+ * class pool's count of own-CPU wake-ups backed by a second one on another CPU, from
+ * op_runtime_describe; -1 when not found).
  * Exit 0 when printed; 2 when a call failed; 3 when the workers did not all sleep within 10 s;
  * 4 when a task did not start within 10 s; 5 when /proc shows no worker's state (nothing
  * checked).
@@ -124,5 +126,15 @@ int main(int argc, char **argv) {
     printf("rounds=%d\nsubmitter_cpu=%d\n", rounds, first.cpu);
     printf("on_submitter_cpu=%d\nslowest_start_us=%lld\n", on_submitter_cpu, slowest / 1000);
     printf("over_5ms=%d\n", over_5ms);
+    /* The pool's count of backed wake-ups, from the report ("N wake-ups backed on another CPU"
+     * on the line of the class's pool). */
+    static char report[1 << 16];
+    op_runtime_describe(report, sizeof report);
+    char pool_line[64];
+    snprintf(pool_line, sizeof pool_line, "pool of class %d:", (int)qos);
+    const char *line = strstr(report, pool_line);
+    const char *count = line ? strstr(line, " lingering (") : NULL;
+    count = count ? strstr(count, "), ") : NULL;
+    printf("backed_wakes=%lld\n", count ? atoll(count + 3) : -1LL);
     return 0;
 }

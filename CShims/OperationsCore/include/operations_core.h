@@ -602,7 +602,9 @@ int op_runtime_worker_info(op_qos_t qos, int index, op_worker_info_t *out);
 
 /** Writes a multi-line description of the runtime's threads into `buffer` (NUL-terminated,
  *  truncated to `size`): the monitor (asleep or awake), how many queues wait behind their width,
- *  and per pool (each class, each placed set) its tokens, spares and blocked count, and per
+ *  and per pool (each class, each placed set) its tokens, spares and blocked count, how many
+ *  wake-ups of a submitter's own CPU's worker had not run when the wake returned and were backed
+ *  by a second one on another CPU ("N wake-ups backed on another CPU"), and per
  *  worker its thread id, tasks run and whether it runs a task, is in a visible wait, or was
  *  counted blocked by the monitor (with or without its slot lent). For diagnosing a process that
  *  seems stuck; a snapshot of relaxed reads. Returns the length it needed (as snprintf). */
