@@ -15,13 +15,13 @@
  * to its own CPU (worker_pool.c, op_pool_wake_one), which is meant to preempt it as the wake's
  * system call returns. With the kernel's slice, a submitter that went on running (it spins, or
  * computes) kept its CPU until the kernel's next preemption point (its protected slice, then
- * the 4 ms tick: RUN_TO_PARITY) while the pinned worker could not move to the idle CPU beside
- * it: W7 busy's slowest start was 3.0–4.5 ms in every run on the 2-CPU VM (a scheduler trace:
- * the submitter ran 3.96 ms after the wake, the other CPU idle), 230–250 µs with the short
- * slice. Where the kernel does not grant it, op_pool_wake_one's backstop (a second wake-up on
- * another CPU when the first did not run) covers the default class, so only the latency
- * classes report the refusal. Utility and background workers keep the default slice: they
- * yield to the submitter by design, and their wake-ups go to another CPU first.
+ * the next tick, 4 ms at HZ=250: RUN_TO_PARITY) while the pinned worker could not move to the idle CPU beside
+ * it: W7 busy's slowest start was 3 ms or more in 6 of 7 runs on the 2-CPU VM (up to 4.5 ms;
+ * a scheduler trace: the submitter ran 3.96 ms after the wake, the other CPU idle), 225–486 µs
+ * with the short slice. Where the kernel does not grant it, the default class's wake-ups go to
+ * another CPU first (op_pool_wake_one), so only the latency classes report the refusal.
+ * Utility and background workers keep the default slice: they yield to the submitter by
+ * design, and their wake-ups go to another CPU first.
  *
  * Such a worker asks for OP_SHORT_SLICE_NS when it starts (workers and spares), which is what
  * the interface is for; its nice value (its share of the CPU) is unchanged. The cost: such a
@@ -93,9 +93,9 @@ static void op_report_refused_slice(const char *why) {
             "operations: the kernel %s the 100 us time slice asked for the userInteractive and "
             "userInitiated workers (and the default class's); they keep the kernel's default "
             "slice, so their wake-ups may wait up to that long (about 1-4 ms) behind "
-            "lower-class work on their CPU. It needs "
-            "Linux 6.12 or later and sched_setattr allowed (seccomp); OPERATIONS_SHORT_SLICE=off "
-            "stops asking, OPERATIONS_NICE_WARNINGS=0 silences this. Reported once.\n",
+            "lower-class work on their CPU. It needs Linux 6.12 or later and sched_setattr "
+            "allowed (seccomp); OPERATIONS_SHORT_SLICE=off stops asking, "
+            "OPERATIONS_NICE_WARNINGS=0 silences this. Reported once.\n",
             why);
 }
 

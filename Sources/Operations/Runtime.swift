@@ -92,9 +92,10 @@ public enum OperationsRuntime {
     /// (lower-class work, or the thread that submitted and woke them) instead of waiting for
     /// its slice to end (Linux 6.12 and later; their nice values, their share of the CPU, are
     /// unchanged). `nil` when they keep the kernel's default slice (`OPERATIONS_SHORT_SLICE=off`,
-    /// or a kernel that refused or ignored the request, which is reported once on stderr) or
-    /// when no worker of those classes has started yet. `.utility` and `.background` workers
-    /// keep the default.
+    /// or a kernel that refused or ignored the request, which is reported once on stderr when a
+    /// `.userInitiated` or `.userInteractive` worker asked) or when no worker of those classes
+    /// has started yet. `.utility` and `.background` workers keep the default. A thread that an
+    /// operation's body creates inherits its worker's slice, as it inherits its nice value.
     public static var shortTimeSlice: Duration? {
         let nanoseconds = op_runtime_short_time_slice()
         return nanoseconds > 0 ? .nanoseconds(nanoseconds) : nil

@@ -259,7 +259,11 @@ struct WorkerPoolTests {
             try #require(op_runtime_worker_info(qos, index, &info) == 0)
             let workerSlice = try #require(slice(ofThread: info.tid), "no se.slice for tid \(info.tid)")
             if short {
-                if own == 100_000 { continue }
+                if own == 100_000 {
+                    // The test thread inherited the short slice itself: nothing tells them apart.
+                    print("[WorkerPoolTests] the test thread runs with the 100 µs slice: \(qosName(qos)) not checked")
+                    break
+                }
                 #expect(workerSlice == 100_000,
                         "\(qosName(qos)) worker \(index) runs with a \(workerSlice) ns slice, not 100 µs (the test thread's: \(own))")
             } else {
@@ -303,7 +307,7 @@ struct WorkerPoolTests {
     /// note) where nothing can be checked: one worker (one usable CPU), no worker states in
     /// /proc, or SCHED_FIFO refused (no privilege).
     private func tasksOnTheSpinningSubmittersCPU(_ qos: op_qos_t, rounds: Int, fifo: Bool) async throws
-        -> (onSubmitterCPU: Int, backedWakes: Int)? {
+        -> (onSubmitterCPU: Int, backedWakes: Int, shortSlice: Bool)? {
         let path = try await ProbeBuilder.shared.binary("spinning_submitter_probe").get()
         let arguments = ["\(qos.rawValue)", "\(rounds)"] + (fifo ? ["fifo"] : [])
         let result = await runChild(path, arguments, environment: childEnvironment(), seconds: 90,
@@ -326,7 +330,7 @@ struct WorkerPoolTests {
         }
         let onSubmitterCPU = try #require(values["on_submitter_cpu"].flatMap { Int($0) }, "\(result)")
         let backedWakes = try #require(values["backed_wakes"].flatMap { Int($0) }, "\(result)")
-        return (onSubmitterCPU, backedWakes)
+        return (onSubmitterCPU, backedWakes, values["short_slice"] == "100000")
     }
 
     /// A submitter that goes on running after its submit (it spins, here; a thread that computes
@@ -337,33 +341,39 @@ struct WorkerPoolTests {
     /// 20 utility tasks there, each after the spinner was preempted (1.9 ms p50 on 2 CPUs).
     @Test(arguments: [OP_QOS_BACKGROUND, OP_QOS_UTILITY])
     func aLowerClassWakeUpSkipsTheWorkerOnASpinningSubmittersCPU(qos: op_qos_t) async throws {
-        guard let (onSubmitterCPU, backedWakes) = try await tasksOnTheSpinningSubmittersCPU(qos, rounds: 20, fifo: false)
-        else { return }
+        guard let (onSubmitterCPU, backedWakes, _) =
+            try await tasksOnTheSpinningSubmittersCPU(qos, rounds: 20, fifo: false) else { return }
         // Not the submitter's own CPU's worker first, then a second one: another CPU's at once.
         #expect(backedWakes == 0, "\(qosName(qos)) woke the submitter's own CPU's worker first \(backedWakes) times")
-        // At most 3: a wake-up of the submitter's own worker for another reason may still land
-        // one there.
-        #expect(onSubmitterCPU <= 3,
+        // At most 6: the monitor's rescue of a task that waited a whole tick (a background worker
+        // behind other load on its CPU) may still wake the submitter's own worker.
+        #expect(onSubmitterCPU <= 6,
                 "\(onSubmitterCPU) of 20 \(qosName(qos)) tasks ran on the spinning submitter's CPU, behind it")
     }
 
     /// The default class and above wake the worker on the submitter's own CPU, which preempts
-    /// it; where it cannot (here the submitter spins under SCHED_FIFO, which no fair thread
-    /// preempts) a worker on another CPU is woken as well (op_pool_wake_one's backstop), so the
-    /// task starts there at once instead of waiting for the submitter, and the pool counts the
-    /// second wake-up (op_runtime_describe). Without the backstop the blocked-worker monitor
-    /// rescued each task after its 10 ms tick (the slowest of 10: 19-20 ms, with it 57-68 µs;
-    /// the probe prints it, nothing asserts a time). Skipped without the privilege to use
-    /// SCHED_FIFO.
+    /// it (where the kernel granted the short slice); where it cannot (here the submitter spins
+    /// under SCHED_FIFO, which no fair thread preempts) a worker on another CPU is woken as well
+    /// (op_pool_wake_one's backstop), so the task starts there at once instead of waiting for
+    /// the submitter, and the pool counts the second wake-up (op_runtime_describe). Without the
+    /// backstop the blocked-worker monitor rescued each task after its 10 ms tick (the slowest
+    /// of 10: 19-20 ms, with it 57-68 µs; the probe prints it, nothing asserts a time). Skipped
+    /// without the privilege to use SCHED_FIFO.
     @Test(arguments: [OP_QOS_DEFAULT, OP_QOS_USER_INTERACTIVE])
     func aWakeUpThatCannotPreemptTheSubmitterIsBackedOnAnotherCPU(qos: op_qos_t) async throws {
-        guard let (onSubmitterCPU, backedWakes) = try await tasksOnTheSpinningSubmittersCPU(qos, rounds: 10, fifo: true)
-        else { return }
+        guard let (onSubmitterCPU, backedWakes, shortSlice) =
+            try await tasksOnTheSpinningSubmittersCPU(qos, rounds: 10, fifo: true) else { return }
         #expect(onSubmitterCPU <= 2,
                 "\(onSubmitterCPU) of 10 \(qosName(qos)) tasks waited for the SCHED_FIFO submitter on its CPU")
-        // Each round's wake-up of the submitter's own CPU's worker cannot run (a round may find
-        // that worker awake and skip it).
-        #expect(backedWakes >= 7, "\(backedWakes) of 10 \(qosName(qos)) wake-ups backed by a second one on another CPU")
+        if shortSlice {
+            // Each round's wake-up of the submitter's own CPU's worker cannot run (a round may
+            // find that worker awake and skip it).
+            #expect(backedWakes >= 7, "\(backedWakes) of 10 \(qosName(qos)) wake-ups backed by a second one on another CPU")
+        } else {
+            // Without the short slice (a kernel older than 6.12) the wake-up goes to another CPU
+            // first, as for the lower classes.
+            #expect(backedWakes == 0, "\(qosName(qos)) woke the submitter's own CPU's worker first without the short slice")
+        }
     }
 
     @Test func runningAsRootAllowsNegativeNiceValues() {

@@ -8,7 +8,8 @@
  * workers with the 100 µs slice), other_short= (other workers with it: 0 expected) and
  * workers=.
  * `batch`: the process runs under SCHED_BATCH before any worker starts; the latency workers get
- * the short slice and keep the policy: prints batch_kept= (latency workers still SCHED_BATCH)
+ * the short slice and keep the policy: prints batch_kept= (userInteractive and default workers
+ * still SCHED_BATCH)
  * and latency_short=.
  * Both print granted= (op_runtime_short_time_slice) first and stop there (exit 0) when the kernel
  * refused or ignored the slice. Exit 0 when the output was printed, 2 when a call failed.
@@ -79,13 +80,16 @@ int main(int argc, char **argv) {
                         count_short(OP_QOS_DEFAULT, &latency_workers);
     printf("latency_workers=%d\nlatency_short=%d\n", latency_workers, latency_short);
     if (batch) {
-        int kept = 0;
-        for (int i = 0; i < op_runtime_worker_count(OP_QOS_USER_INTERACTIVE); i++) {
-            op_worker_info_t info;
-            if (op_runtime_worker_info(OP_QOS_USER_INTERACTIVE, i, &info) != 0) return 2;
-            if (sched_getscheduler(info.tid) == SCHED_BATCH) kept++;
+        int kept = 0, workers = 0;
+        const op_qos_t asked[] = {OP_QOS_USER_INTERACTIVE, OP_QOS_DEFAULT};
+        for (size_t c = 0; c < sizeof asked / sizeof asked[0]; c++) {
+            for (int i = 0; i < op_runtime_worker_count(asked[c]); i++, workers++) {
+                op_worker_info_t info;
+                if (op_runtime_worker_info(asked[c], i, &info) != 0) return 2;
+                if (sched_getscheduler(info.tid) == SCHED_BATCH) kept++;
+            }
         }
-        printf("batch_kept=%d\nbatch_workers=%d\n", kept, op_runtime_worker_count(OP_QOS_USER_INTERACTIVE));
+        printf("batch_kept=%d\nbatch_workers=%d\n", kept, workers);
         return 0;
     }
     /* The other classes' workers, started from a userInteractive worker's body. */
