@@ -97,11 +97,9 @@ struct op_pool {
     int *worker_of_cpu;
     int max_cpu_id;
     /* Whether a submitter's wake-up goes to the worker on its own CPU first (op_pool_wake_one):
-     * a class's pool of the default class or above whose workers got the short time slice
-     * (time_slice.c: without it the woken worker does not preempt a submitter that goes on
-     * running) and run under SCHED_OTHER (the kernel never lets a SCHED_BATCH thread preempt
-     * on waking). Set by the workers as they start; relaxed: a hint that only picks which
-     * worker a wake-up goes to. */
+     * a class's pool of the default class or above whose workers run under SCHED_OTHER (the
+     * kernel never lets a SCHED_BATCH thread preempt on waking). Set by the workers as they
+     * start; relaxed: a hint that only picks which worker a wake-up goes to. */
     _Atomic bool wakes_on_submitter_cpu;
     alignas(OP_CACHE_LINE) _Atomic int searching;
     /* How many own-CPU wake-ups had not run when the wake returned and were backed by a second

@@ -14,7 +14,7 @@
  *
  * Prints workers= (the class's workers; with fewer than 2 it stops there), fifo=0 (the policy
  * was refused: it stops there), then rounds=, submitter_cpu=, short_slice= (what the workers of
- * the default class and above got: without it they wake another CPU first), on_submitter_cpu=
+ * the default class and above got: without it their own-CPU wake-ups need the backstop), on_submitter_cpu=
  * (rounds whose task ran on the probe's CPU), slowest_start_us= and over_5ms= (rounds whose
  * task started more than 5 ms after its submit: the blocked-worker monitor's rescue, a 10 ms
  * tick, and not a second wake-up, tens of µs; for the reader, no test asserts a time), and
