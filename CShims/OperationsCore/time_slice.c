@@ -11,18 +11,17 @@
  * its own slice (sched_setattr's sched_runtime, 0.1–100 ms, no privilege needed), and a waking
  * thread with a shorter slice than the running one preempts it (the kernel's PREEMPT_SHORT).
  *
- * The default class asks too: a submitter that is not a worker wakes the parked worker pinned
- * to its own CPU (worker_pool.c, op_pool_wake_one), which is meant to preempt it as the wake's
- * system call returns. With the kernel's slice, a submitter that went on running (it spins, or
- * computes) kept its CPU until the kernel's next preemption point (its protected slice, then
- * the next tick, 4 ms at HZ=250: RUN_TO_PARITY) while the pinned worker could not move to the idle CPU beside
- * it: W7 busy's slowest start was 3 ms or more in 6 of 7 runs on the 2-CPU VM (up to 4.5 ms;
- * a scheduler trace: the submitter ran 3.96 ms after the wake, the other CPU idle), 225–486 µs
- * with the short slice. Where the kernel does not grant it, op_pool_wake_one's backstop (a
- * second wake-up on another CPU when the first did not run) covers the default class, so only
- * the latency classes report the refusal.
- * Utility and background workers keep the default slice: they yield to the submitter by
- * design, and their wake-ups go to another CPU first.
+ * The default class asks too: a submitter that is not a worker wakes the parked worker pinned to
+ * its own CPU (worker_pool.c, op_pool_wake_one), which is meant to preempt it as the wake's system
+ * call returns. With the kernel's slice, a submitter that went on running (it spins, or computes)
+ * kept its CPU until the kernel's next preemption point (its protected slice, then the next tick,
+ * 4 ms at HZ=250: RUN_TO_PARITY) while the pinned worker could not move to the idle CPU beside it:
+ * W7 busy's slowest start was 3 ms or more in 6 of 7 runs on the 2-CPU VM (up to 4.5 ms; a
+ * scheduler trace: the submitter ran 3.96 ms after the wake, the other CPU idle), 225–486 µs with
+ * the short slice. Where the kernel does not grant it, op_pool_wake_one's backstop (a second wake-
+ * up on another CPU when the first did not run) covers the default class, so only the latency
+ * classes report the refusal. Utility and background workers keep the default slice: they yield to
+ * the submitter by design, and their wake-ups go to another CPU first.
  *
  * Such a worker asks for OP_SHORT_SLICE_NS when it starts (workers and spares), which is what
  * the interface is for; its nice value (its share of the CPU) is unchanged. The cost: such a
@@ -73,8 +72,8 @@ typedef struct op_sched_attr {
 static pthread_once_t op_short_slice_once = PTHREAD_ONCE_INIT;
 static bool op_short_slice_wanted;
 
-/* What the short-slice workers (default class and above) got: OP_SLICE_UNKNOWN until one asked, then the slice in ns, or 0
- * when they keep the kernel's default (off, refused, ignored). Every worker gets the same
+/* What the short-slice workers (default class and above) got: OP_SLICE_UNKNOWN until one
+ * asked, then the slice in ns, or 0 when they keep the kernel's default (off, refused, ignored). Every worker gets the same
  * answer from one kernel, so the last writer wins harmlessly. relaxed: a report, ordering
  * nothing else. */
 #define OP_SLICE_UNKNOWN (-1)
@@ -160,8 +159,8 @@ bool op_time_slice_shorten_current_thread(bool report) {
 
 void op_time_slice_reset_current_thread(void) {
     /* A thread inherits its creator's slice: a worker of another class that a short-slice
-     * worker (or a body on one) created would run with the short slice. Only that one is undone: a
-     * slice the user set for the thread that created ours is theirs. */
+     * worker (or a body on one) created would run with the short slice. Only that one is
+     * undone: a slice the user set for the thread that created ours is theirs. */
     if (op_policy_has_slice(sched_getscheduler(0)) && op_current_slice() == OP_SHORT_SLICE_NS) {
         (void)op_set_slice(0);
     }

@@ -16,11 +16,12 @@
  * the pool's event count, parking.c). A token push wakes one parked worker, and only when no
  * worker is searching (op_pool_wake_one): in a pool of the default class or above, a thread
  * that is not a worker wakes the one pinned to its own CPU, which preempts it and finds the
- * caches warm, and one on another CPU as well if that one did not run at once; a worker, and a submitter to another pool, the next parked one after its own
- * CPU's (its own CPU is busy) and its own CPU's only when no other is parked. A worker that finds work after
- * searching or parking wakes one more if tokens are left, so bursts fan out without a wake per
- * task. How many tokens a queue hands out is the queue's policy (queue.c: a new slot only while
- * none of its drainers idles).
+ * caches warm, and one on another CPU as well if that one did not run at once; a worker, and a
+ * submitter to another pool, the next parked one after its own CPU's (its own CPU is busy) and
+ * its own CPU's only when no other is parked. A worker that finds work after searching or
+ * parking wakes one more if tokens are left, so bursts fan out without a wake per task. How
+ * many tokens a queue hands out is the queue's policy (queue.c: a new slot only while none of
+ * its drainers idles).
  *
  * The pool knows tasks only as tokens (internal.h): it hands a token to a worker and calls the
  * token's class to drain it (drain.c runs the tasks, at their nice values, through
@@ -194,28 +195,27 @@ static bool op_pool_wake_worker(op_pool *pool, int index) {
 
 /* Wakes one parked worker of the pool for a token just pushed (the caller pushed and fenced).
  * Which one: a thread that is not a worker (a submitter of its own) wakes the worker pinned to
- * the CPU it runs on, if parked, in a pool of the default class or above whose workers run
- * under SCHED_OTHER (wakes_on_submitter_cpu). That worker preempts the submitter as the wake's
- * system call returns (their short slice, time_slice.c), with no inter-processor interrupt: waking a
+ * the CPU it runs on, if parked, in a pool of the default class or above whose workers run under
+ * SCHED_OTHER (wakes_on_submitter_cpu). That worker preempts the submitter as the wake's system
+ * call returns (their short slice, time_slice.c), with no inter-processor interrupt: waking a
  * thread on an idle CPU costs an interrupt, and the idle CPU's exit from its sleep (on a 2-vCPU
  * VM: 24 µs to a worker on the other vCPU, 2.5 µs to one on the waker's own, tools probe of
  * 2026-11; libdispatch's threads land on the waker's CPU the same way, through the kernel's
- * wake-affine choice). If it has not run by then (the kernel did not preempt: the worker was
- * not yet eligible, the kernel granted no short slice, the submitter runs under a real-time
- * policy or has a short slice too, or moved to another CPU meanwhile), it waits for the
- * submitter to block or to be preempted, and
- * being pinned it cannot move to an idle CPU: a worker on another CPU is woken as well, and
- * whichever comes first takes the token (counted in backed_wakes). Without the short slice
- * that is every time, and still the cheaper choice on the 2-CPU VM with the slice turned off:
- * W7 idle p50 14-18 µs, against 40-45 µs waking the other CPU's worker first (and 7-9 µs with
- * no backstop, which left a submitter that goes on running ahead of its work for up to 4 ms).
- * In the other pools (utility, background, a pool for a nice value) a worker woken on the CPU
- * of a submitter that goes on running would wait behind it (p50 1.9 ms, the other CPU idle, in
- * a probe that spins after each submit on 2 CPUs), so a submitter wakes as a worker does. A worker of any pool keeps its own CPU busy with the body
- * that submitted, so it wakes a worker on another CPU, the first parked one after its own
- * (wake-ups spread over the CPUs), and the one on its own CPU only when no other is parked.
- * With none parked at all (or none but the one woken first), a parked spare (they park on the
- * pool's event). */
+ * wake-affine choice). If it has not run by then (the kernel did not preempt: the worker was not
+ * yet eligible, the kernel granted no short slice, the submitter runs under a real-time policy or
+ * has a short slice too, or moved to another CPU meanwhile), it waits for the submitter to block
+ * or to be preempted, and being pinned it cannot move to an idle CPU: a worker on another CPU is
+ * woken as well, and whichever comes first takes the token (counted in backed_wakes). Without the
+ * short slice that is every time, and still the cheaper choice on the 2-CPU VM with the slice
+ * turned off: W7 idle p50 14-18 µs, against 40-45 µs waking the other CPU's worker first (and
+ * 7-9 µs with no backstop, which left a submitter that goes on running ahead of its work for up
+ * to 4 ms). In the other pools (utility, background, a pool for a nice value) a worker woken on
+ * the CPU of a submitter that goes on running would wait behind it (p50 1.9 ms, the other CPU
+ * idle, in a probe that spins after each submit on 2 CPUs), so a submitter wakes as a worker
+ * does. A worker of any pool keeps its own CPU busy with the body that submitted, so it wakes a
+ * worker on another CPU, the first parked one after its own (wake-ups spread over the CPUs), and
+ * the one on its own CPU only when no other is parked. With none parked at all (or none but the
+ * one woken first), a parked spare (they park on the pool's event). */
 static void op_pool_wake_one(op_pool *pool) {
     op_worker *self = op_tls_worker;
     int cpu = self && !self->spare ? self->cpu : sched_getcpu();
