@@ -18,9 +18,9 @@
  * 4 ms at HZ=250: RUN_TO_PARITY) while the pinned worker could not move to the idle CPU beside it:
  * W7 busy's slowest start was 3 ms or more in 6 of 7 runs on the 2-CPU VM (up to 4.5 ms; a
  * scheduler trace: the submitter ran 3.96 ms after the wake, the other CPU idle), 225–486 µs with
- * the short slice. Where the kernel does not grant it, op_pool_wake_one's backstop (a second wake-
- * up on another CPU when the first did not run) covers the default class, so only the latency
- * classes report the refusal. Utility and background workers keep the default slice: they yield to
+ * the short slice. Where the kernel does not grant it, op_pool_wake_one's backstop (a second
+ * wake-up on another CPU when the first did not run) covers the default class, so only the
+ * latency classes report the refusal. Utility and background workers keep the default slice: they yield to
  * the submitter by design, and their wake-ups go to another CPU first.
  *
  * Such a worker asks for OP_SHORT_SLICE_NS when it starts (workers and spares), which is what
