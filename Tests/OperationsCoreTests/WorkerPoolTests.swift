@@ -352,8 +352,8 @@ struct WorkerPoolTests {
     }
 
     /// The default class and above wake the worker on the submitter's own CPU, which preempts
-    /// it (with the short slice); where it cannot (here the submitter spins
-    /// under SCHED_FIFO, which no fair thread preempts) a worker on another CPU is woken as well
+    /// it (with the short slice); where it cannot (here the submitter spins under SCHED_FIFO,
+    /// which no fair thread preempts) a worker on another CPU is woken as well
     /// (op_pool_wake_one's backstop), so the task starts there at once instead of waiting for
     /// the submitter, and the pool counts the second wake-up (op_runtime_describe). Without the
     /// backstop the blocked-worker monitor rescued each task after its 10 ms tick (the slowest
