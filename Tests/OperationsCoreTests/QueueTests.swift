@@ -329,10 +329,16 @@ struct QueueTests {
             gated.gate.open()
             return
         }
+        // Suspended while the 1001 are submitted: the blockers wait where the core cannot see, so
+        // a submit loop that outlasts the blocked-worker monitor's tick (ASan and race windows
+        // under load: the veryHigh task started as number 10 or later, 1 run in 40) had their
+        // slots lent, and the normal tasks ahead started before the veryHigh one was even added.
+        op_queue_set_suspended(queue, true)
         for _ in 0..<1000 { #expect(op_queue_submit_f(queue, ticketBody, context) == 0) }
         let special = try makeTask(specialTicketBody, context, priority: OP_PRIORITY_VERY_HIGH)
         defer { op_task_release(special) }
         #expect(op_queue_submit(queue, special) == 0)
+        op_queue_set_suspended(queue, false)
         gated.gate.open()
         expectDrained(queue, "wide priority queue")
         let position = gated.specialTicket.load(ordering: .relaxed)
