@@ -7,7 +7,11 @@ import Glibc
 import Operations
 import Testing
 
-@Suite(.sharesProcess) struct AsyncWaitTests {
+/// Alone in the process: each test waits (`completes`, 20 s) for work on the cooperative pool,
+/// which has a thread per CPU, and long synchronous tests of other suites hold those threads
+/// (the liveness fuzzer 30 s, a freed chain under race windows 25 s): on 2 CPUs, with both held,
+/// every test here timed out at once (CI's race-window run, 1 in 6).
+@Suite(.needsQuietProcess) struct AsyncWaitTests {
     @Test func addition_32TasksAwaitingOperationsLeaveTheCooperativePoolFree() async {
         let queue = OperationQueue()
         queue.isSuspended = true
