@@ -30,9 +30,17 @@ extension Operation {
         if let running = TaskOperation.runningBody, running === self, running.isCurrentBodyTask {
             operationMisuse("await waitUntilFinished() called on \(self) from inside its own body; it would wait forever")
         }
-        if !isExecuting, let cycle = reachableDependencyCycle() {
-            operationMisuse("await waitUntilFinished() on \(self) would wait forever: dependency cycle \(Operation.describeCycle(cycle))")
+        // A cycle (D4) is reported now when a short walk finds it; a graph too big for that is
+        // walked later, off this task, while the wait lasts (`watchForCycle`).
+        var cycleUndecided = false
+        if !isExecuting {
+            let search = Operation.dependencyCycle(reachableFrom: [self], visitLimit: Operation.immediateCycleCheckLimit)
+            if let cycle = search.cycle {
+                operationMisuse("await waitUntilFinished() on \(self) would wait forever: dependency cycle \(Operation.describeCycle(cycle))")
+            }
+            cycleUndecided = search.stoppedAtLimit
         }
+        if cycleUndecided { watchForCycle() }
         // No priority inversion: the operation and its dependencies run at least at the
         // waiting task's priority until they finished.
         promoteForWaiter(QualityOfService.currentWaiterCoreClass)
@@ -58,6 +66,31 @@ extension Operation {
         op_task_retain(task)
         defer { op_task_release(task) }
         while !op_task_finish_is_over(task) { await Task.yield() }
+    }
+
+    /// How many operations the async wait's first look for a cycle visits: the wait must not
+    /// walk a graph of 10^6 operations at every call (waiting for each operation of a long chain
+    /// in turn would be quadratic).
+    static let immediateCycleCheckLimit = 4096
+
+    /// Looks for a dependency cycle holding the operation, as the blocking wait does (after
+    /// 100 ms, then at doubling intervals), from a task of its own, until the operation
+    /// finished: for an async wait on a graph too big for its first look.
+    private func watchForCycle() {
+        let task = self.task
+        op_task_retain(task) // released when the watch ends: the look below reads the task
+        Task.detached(priority: .background) { [self] in
+            defer { op_task_release(task) }
+            var slice = Operation.cycleCheckIntervalNs
+            while !op_task_is_finished(task) {
+                try? await Task.sleep(nanoseconds: UInt64(slice))
+                if op_task_is_finished(task) { return }
+                if !isExecuting, let cycle = reachableDependencyCycle() {
+                    operationMisuse("await waitUntilFinished() on \(self) would wait forever: dependency cycle \(Operation.describeCycle(cycle))")
+                }
+                slice = min(slice * 2, Operation.cycleCheckLongestIntervalNs)
+            }
+        }
     }
 
     /// Resumes every async waiter registered so far (each once), outside the lock.

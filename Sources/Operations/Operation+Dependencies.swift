@@ -167,30 +167,69 @@ extension Operation {
     /// operations, as the operations in it (first repeated at the end), or nil. Used by waits
     /// that have been blocked for a while; never on the add or run path.
     func reachableDependencyCycle() -> [Operation]? {
-        var state: [ObjectIdentifier: Bool] = [:] // false: on the current path, true: done
-        var path: [Operation] = []
-        func visit(_ operation: Operation) -> [Operation]? {
+        Operation.dependencyCycle(reachableFrom: [self]).cycle
+    }
+
+    /// What a search for a dependency cycle found: a cycle, none, or (with a visit limit) not
+    /// whether there is one.
+    struct CycleSearch {
+        /// The operations of a cycle, the first repeated at the end; nil when none was found.
+        var cycle: [Operation]?
+        /// Whether the search stopped at its visit limit before it could tell.
+        var stoppedAtLimit = false
+    }
+
+    /// A depth-first search from `roots` through unfinished, uncancelled operations for a
+    /// dependency cycle, with an explicit stack: no recursion, so a chain of any length (10^6
+    /// and more) is walked in O(operations + edges) time and heap memory, never on the thread's
+    /// stack. Visits at most `visitLimit` operations (then `stoppedAtLimit`). One walk for all
+    /// roots: an operation finished exploring is not explored again.
+    static func dependencyCycle(reachableFrom roots: [Operation], visitLimit: Int = .max) -> CycleSearch {
+        // false: on the current path; true: explored, no cycle through it.
+        var explored: [ObjectIdentifier: Bool] = [:]
+        // The current path: each operation with its dependencies and the next one to look at.
+        var path: [(operation: Operation, dependencies: [Operation], next: Int)] = []
+        var visited = 0
+        func enter(_ operation: Operation) -> CycleSearch? {
             if operation.isFinished || operation.isCancelled { return nil }
             let id = ObjectIdentifier(operation)
-            if let done = state[id] {
+            if let done = explored[id] {
                 if done { return nil }
-                let start = path.firstIndex { $0 === operation }!
-                return Array(path[start...]) + [operation]
+                let start = path.firstIndex { $0.operation === operation }!
+                return CycleSearch(cycle: path[start...].map(\.operation) + [operation])
             }
-            state[id] = false
-            path.append(operation)
-            for dependency in operation.dependencies {
-                if let cycle = visit(dependency) { return cycle }
-            }
-            path.removeLast()
-            state[id] = true
+            visited += 1
+            if visited > visitLimit { return CycleSearch(cycle: nil, stoppedAtLimit: true) }
+            explored[id] = false
+            path.append((operation, operation.dependencies, 0))
             return nil
         }
-        return visit(self)
+        for root in roots {
+            if let found = enter(root) { return found }
+            while let top = path.last {
+                if top.next < top.dependencies.count {
+                    path[path.count - 1].next += 1
+                    if let found = enter(top.dependencies[top.next]) { return found }
+                } else {
+                    explored[ObjectIdentifier(top.operation)] = true
+                    path.removeLast()
+                }
+            }
+        }
+        return CycleSearch()
     }
 
     /// "A → B → A" for a message.
+    /// A cycle of more than `describedCycleLength` operations names its first ones and its last
+    /// two, and says how many it leaves out (a cycle through a chain of 10^5 is one message).
     static func describeCycle(_ cycle: [Operation]) -> String {
-        cycle.map(\.description).joined(separator: " → ")
+        let limit = describedCycleLength
+        guard cycle.count > limit + 2 else { return cycle.map(\.description).joined(separator: " → ") }
+        let head = cycle.prefix(limit).map(\.description)
+        let tail = cycle.suffix(2).map(\.description)
+        return (head + ["… (\(cycle.count - limit - 2) more) …"] + tail).joined(separator: " → ")
     }
+
+    /// How many operations of a long cycle a message names before it skips.
+    static let describedCycleLength = 8
 }

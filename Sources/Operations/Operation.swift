@@ -250,8 +250,11 @@ open class Operation: @unchecked Sendable {
         set { op_task_set_qos(task, newValue == .default ? OP_QOS_INHERIT : Int32(newValue.coreClass.rawValue)) }
     }
 
-    /// Runs once after the operation finished (also when it was cancelled), at the default
-    /// thread priority; set to nil when it starts.
+    /// Runs once after the operation finished (also when it was cancelled): once its finish is
+    /// over — `isFinished` reads true, waits on it have returned, its dependents are released
+    /// and its queue slot is free — on another thread, at the operation's QoS and the default
+    /// thread priority, not as part of the operation's work. It may wait for the operation or
+    /// its queue, add to or cancel its queue. Set to nil when it is taken to run.
     open var completionBlock: (@Sendable () -> Void)? {
         get { readExtras(nil) { $0.completionBlock } }
         set {
@@ -366,11 +369,15 @@ open class Operation: @unchecked Sendable {
         // waiting thread's QoS until they finished (the core raises the operation itself too).
         if !op_task_is_finished(task) { promoteForWaiter(op_current_thread_qos()) }
         // Wait in slices; while blocked, look for a dependency cycle (D4) that would make the
-        // wait endless, and report it instead of hanging silently.
-        while op_task_wait(task, Operation.cycleCheckIntervalNs) == ETIMEDOUT {
+        // wait endless, and report it instead of hanging silently. The look walks what the
+        // operation still waits for (O(operations), no recursion): the slices double, so a long
+        // graph that is making progress is not walked over and over.
+        var slice = Operation.cycleCheckIntervalNs
+        while op_task_wait(task, slice) == ETIMEDOUT {
             if !isExecuting, let cycle = reachableDependencyCycle() {
                 operationMisuse("waitUntilFinished() on \(self) would wait forever: dependency cycle \(Operation.describeCycle(cycle))")
             }
+            slice = min(slice * 2, Operation.cycleCheckLongestIntervalNs)
         }
     }
 
@@ -412,8 +419,10 @@ open class Operation: @unchecked Sendable {
 
     // MARK: - Internals
 
-    /// How long a blocked wait sleeps between looks for a dependency cycle.
+    /// How long a blocked wait sleeps before its first look for a dependency cycle; each look
+    /// that finds none doubles it, up to `cycleCheckLongestIntervalNs`.
     static let cycleCheckIntervalNs: Int64 = 100_000_000
+    static let cycleCheckLongestIntervalNs: Int64 = 1_600_000_000
 
     /// The core class whose nice value the operation's work runs at.
     var effectiveCoreQoS: op_qos_t {
@@ -457,14 +466,19 @@ open class Operation: @unchecked Sendable {
         ObjectIdentifier(type(of: self)) == ObjectIdentifier(BlockOperation.self)
     }
 
-    /// Runs once per operation when it is finished: the completion block, then the core task
-    /// (which releases dependents and waiters, and the queue's slot), then the readiness
-    /// announcements of the operations that wait for it. The queue's reference is dropped later
-    /// by the queue's registry (`releaseQueuedOperation`), once no listing of `operations` can
-    /// reach the operation any more. The caller holds a reference.
+    /// Runs once per operation when it is finished: the core task (which releases dependents
+    /// and waiters, and the queue's slot), the readiness announcements of the operations that
+    /// wait for it, and then the completion block, on a thread of its own
+    /// (`runCompletionBlock`): a wait for the operation never waits for its completion block.
+    /// The queue's reference is dropped by the queue's registry (`releaseQueuedOperation`) soon
+    /// after the finish, once no listing of `operations` can reach the operation any more. The
+    /// caller holds a reference.
     func completeOnce() {
         let old = state.bitwiseOr(State.completed, ordering: .acquiringAndReleasing).oldValue
         if old & State.completed != 0 { return }
+        // Taken before the finish (the property reads nil from now on, as Apple's does once the
+        // block started), run after it; at the class the operation's work ran at.
+        var completion: (block: @Sendable () -> Void, qos: op_qos_t)?
         if old & State.hasCompletion != 0 {
             let block = StripedLock.shared.withLock(for: self) { () -> (@Sendable () -> Void)? in
                 guard let extras = lockedExtras else { return nil }
@@ -472,7 +486,7 @@ open class Operation: @unchecked Sendable {
                 extras.completionBlock = nil
                 return block
             }
-            block?()
+            if let block { completion = (block, effectiveCoreQoS) }
         }
         // A subclass that overrides start() without calling super never sets `started`: its
         // core task running (a worker took it and the queue called start(); it stays running
@@ -491,6 +505,7 @@ open class Operation: @unchecked Sendable {
         let closing = state.bitwiseOr(State.dependentsClosed, ordering: .acquiringAndReleasing).oldValue
         if closing & State.hasFinishWaiters != 0 { resumeFinishWaiters() }
         if closing & State.hasDependents != 0 { announceReadinessOfDependents() }
+        if let completion { Operation.runCompletionBlock(completion.block, qos: completion.qos) }
     }
 
     /// Whether the warning of `warnFinishedBeforeStarted` was printed (once per process).

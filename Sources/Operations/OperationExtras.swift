@@ -41,32 +41,54 @@ final class OperationExtras {
 /// An operation's dependencies in the order they were added, holding each one: the first inline
 /// and the others in an array made only for a second one. Most operations that have dependencies
 /// have one (a chain, a fan-out's children): for them this saves the array's allocation and
-/// release, a quarter of the allocator's work per operation in W4.
+/// release, a quarter of the allocator's work per operation in W4. A wide fan-in also keeps a set
+/// of the identities, made once the list passes `indexedFrom`, so that the duplicate check of
+/// `addDependency(_:)` stays O(1) (a fan-in of 10^5 took 5·10^9 comparisons to add without it).
 struct DependencyList {
     private(set) var first: Operation?
     private(set) var rest: [Operation] = []
+    /// The identities of `first` and `rest`, once `rest` holds `indexedFrom` of them.
+    private var index: Set<ObjectIdentifier>?
+
+    /// The length from which `index` is kept: below it a linear look is cheaper than hashing.
+    static let indexedFrom = 32
 
     var isEmpty: Bool { first == nil }
 
     /// Whether `operation` (by identity) is in the list.
     func contains(_ operation: Operation) -> Bool {
         guard let first else { return false }
+        if let index { return index.contains(ObjectIdentifier(operation)) }
         return first === operation || rest.contains { $0 === operation }
     }
 
     mutating func append(_ operation: Operation) {
-        if first == nil { first = operation } else { rest.append(operation) }
+        if first == nil {
+            first = operation
+            return
+        }
+        rest.append(operation)
+        if index != nil {
+            index!.insert(ObjectIdentifier(operation))
+        } else if rest.count >= DependencyList.indexedFrom {
+            var made = Set<ObjectIdentifier>(minimumCapacity: rest.count * 2)
+            forEach { made.insert(ObjectIdentifier($0)) }
+            index = made
+        }
     }
 
     /// Removes `operation` (by identity), keeping the others' order; whether it was there.
     mutating func remove(_ operation: Operation) -> Bool {
         guard let current = first else { return false }
+        if index != nil {
+            guard index!.remove(ObjectIdentifier(operation)) != nil else { return false }
+        }
         if current === operation {
             first = rest.isEmpty ? nil : rest.removeFirst()
             return true
         }
-        guard let index = rest.firstIndex(where: { $0 === operation }) else { return false }
-        rest.remove(at: index)
+        guard let position = rest.firstIndex(where: { $0 === operation }) else { return false }
+        rest.remove(at: position)
         return true
     }
 

@@ -313,11 +313,14 @@ open class OperationQueue: @unchecked Sendable {
         }
         // Wait in slices; when nothing runs and every operation left waits for a dependency,
         // look for a cycle (D4) and report it instead of hanging silently.
-        while op_queue_wait(core, Operation.cycleCheckIntervalNs) == ETIMEDOUT {
+        // The slices double as the operation's wait's do (a look lists the queue).
+        var slice = Operation.cycleCheckIntervalNs
+        while op_queue_wait(core, slice) == ETIMEDOUT {
             if isSuspended { continue }
             if let cycle = dependencyCycleHoldingEveryOperation() {
                 operationMisuse("waitUntilAllOperationsAreFinished() on \(self) would wait forever: dependency cycle \(Operation.describeCycle(cycle))")
             }
+            slice = min(slice * 2, Operation.cycleCheckLongestIntervalNs)
         }
     }
 
@@ -331,10 +334,8 @@ open class OperationQueue: @unchecked Sendable {
         let stuck = !left.isEmpty && left.allSatisfy { !$0.isExecuting && !$0.isReady }
         for operation in left { op_task_release(operation.task) }
         guard stuck else { return nil }
-        for operation in left {
-            if let cycle = operation.reachableDependencyCycle() { return cycle }
-        }
-        return nil
+        // One walk from all of them: each operation is explored once.
+        return Operation.dependencyCycle(reachableFrom: left).cycle
     }
 
     /// The queue whose worker runs the caller (a core task body), if it has an underlying

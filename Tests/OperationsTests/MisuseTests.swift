@@ -92,6 +92,31 @@ struct MisuseTests {
         expectStandardError(result, contains: ["dependency cycle", "\"loop-a\"", "\"loop-b\"", "\"behind-the-loop\""])
     }
 
+    // Issue 33, item 2: the look for a cycle walks without recursion, so a cycle closed through
+    // a chain of 100 000 operations is found and reported (the recursive walk overflowed the
+    // stack), in one message of bounded length.
+    @Test func D4_aCycleThroughAChainOfAHundredThousandIsReportedByTheWait() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            armWatchdog("a wait behind a cycle through a long chain did not report it")
+            let queue = OperationQueue()
+            var chain: [Operation] = []
+            for index in 0..<100_000 {
+                let operation = BlockOperation {}
+                operation.name = "link-\(index)"
+                if index > 0 { operation.addDependency(chain[index - 1]) }
+                chain.append(operation)
+            }
+            chain[0].addDependency(chain[chain.count - 1])
+            queue.addOperations(chain, waitUntilFinished: false)
+            let last = chain[chain.count - 1]
+            blocking { last.waitUntilFinished() }
+        }
+        expectStandardError(result, contains: ["dependency cycle", "\"link-99999\"", "more) …"])
+        if let text = result.map({ String(decoding: $0.standardErrorContent, as: UTF8.self) }) {
+            #expect(text.utf8.count < 20_000, "the report of a long cycle is \(text.utf8.count) bytes")
+        }
+    }
+
     // MARK: - underlyingQueue
 
     @Test func settingUnderlyingQueueWhileTheQueueHoldsOperationsTraps() async {
