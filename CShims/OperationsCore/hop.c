@@ -145,6 +145,30 @@ static op_pool *op_pool_at_nice(int wanted) {
     return op_pool_for_nice(wanted);
 }
 
+op_pool *op_hop_pool_for(const op_placement *placement, op_task_t *task, int qos, int *renice) {
+    *renice = OP_NICE_UNCHANGED;
+    int delta = op_task_nice_delta(task);
+    int wanted = op_nice_of_class(qos) + delta;
+    wanted = wanted < -20 ? -20 : wanted > 19 ? 19 : wanted;
+    if ((task->flags & OP_TASK_BODY_APPLIES_THREAD_PRIORITY) &&
+        op_renice_undoable(wanted, op_nice_of_class(qos))) {
+        /* The body renices around its main part itself: its class's workers. */
+        delta = 0;
+    }
+    if (placement) {
+        /* Its own class's workers on the queue's CPUs; a thread priority renices there. */
+        if (delta != 0) *renice = wanted;
+        return op_placement_pool(placement, (op_qos_t)qos);
+    }
+    if (delta != 0 && !op_renice_undoable(wanted, op_nice_of_class(qos))) {
+        return op_pool_at_nice(wanted); /* workers already at that nice value */
+    }
+    /* Its class's workers; with privilege a thread priority renices there and back (no pools
+     * per nice value where they are not needed). */
+    if (delta != 0) *renice = wanted;
+    return op_pool_for((op_qos_t)qos);
+}
+
 bool op_hop_run_body(op_pool *pool, op_queue_t *queue, op_task_t *task, int qos, int class_nice,
                      int *renice) {
     *renice = OP_NICE_UNCHANGED;
@@ -162,18 +186,9 @@ bool op_hop_run_body(op_pool *pool, op_queue_t *queue, op_task_t *task, int qos,
     op_pool *target;
     int hop_renice = OP_NICE_UNCHANGED;
     if (qos != op_pool_qos(pool)) {
-        if (placement) {
-            /* Its own class's workers on the queue's CPUs; a thread priority renices there. */
-            target = op_placement_pool(placement, (op_qos_t)qos);
-            if (delta != 0) hop_renice = wanted;
-        } else if (delta != 0 && !op_renice_undoable(wanted, op_nice_of_class(qos))) {
-            target = op_pool_at_nice(wanted);
-        } else {
-            /* Its class's workers; with privilege a thread priority renices there and back
-             * (no pools per nice value where they are not needed). */
-            target = op_pool_for((op_qos_t)qos);
-            if (delta != 0) hop_renice = wanted;
-        }
+        /* Where the task's nice value is (the same choice as for a task handed to its own
+         * class's workers outside its queue's slots, own_class_run.c). */
+        target = op_hop_pool_for(placement, task, qos, &hop_renice);
     } else {
         if (delta == 0) return false;
         if (placement || op_renice_undoable(wanted, class_nice)) {

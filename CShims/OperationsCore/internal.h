@@ -768,6 +768,12 @@ bool op_queue_hand_to_own_class(op_queue_t *queue, op_task_t *task);
  * what, OP_NICE_UNCHANGED for none). */
 bool op_hop_run_body(op_pool *pool, op_queue_t *queue, op_task_t *task, int qos, int class_nice,
                      int *renice);
+/* The pool whose workers run the body of `task` at class `qos` (its thread priority included)
+ * without a hop: the class's pool (on `placement`'s CPUs when placed), or the pool made for the
+ * task's nice value where a thread priority cannot be applied there and back. *renice: the nice
+ * its worker applies around the body there, or OP_NICE_UNCHANGED. One choice for a hop and for a
+ * task handed to its own class's workers (own_class_run.c). */
+op_pool *op_hop_pool_for(const op_placement *placement, op_task_t *task, int qos, int *renice);
 /* The pool whose workers run at `nice` (-20 … 19), made on first use (worker_pool.c). */
 op_pool *op_pool_for_nice(int nice);
 

@@ -18,9 +18,10 @@ import OperationsCore
 
 extension Operation {
     /// Runs `block` (the operation's completion block, already taken from it) as a task of the
-    /// completion queue of class `qos`. Called once the operation's finish is over.
-    static func runCompletionBlock(_ block: @escaping @Sendable () -> Void, qos: op_qos_t) {
-        let box = Unmanaged.passRetained(CompletionBlockBox(block))
+    /// completion queue of class `qos`, holding the operation until the block returned (as
+    /// Foundation does: a block may capture it `unowned`). Called once the finish is over.
+    func runCompletionBlock(_ block: @escaping @Sendable () -> Void, qos: op_qos_t) {
+        let box = Unmanaged.passRetained(CompletionBlockBox(block, holding: self))
         if op_queue_submit_f(CompletionQueues.queue(for: qos), runCompletionBlockTask, box.toOpaque()) != 0 {
             // Out of memory: here, after the finish (never twice, never dropped).
             box.release()
@@ -29,10 +30,15 @@ extension Operation {
     }
 }
 
-/// A completion block on its way to the completion queue (a C context holds one pointer).
+/// A completion block on its way to the completion queue (a C context holds one pointer), with
+/// its operation, kept alive until the block returned.
 private final class CompletionBlockBox: @unchecked Sendable {
     let block: @Sendable () -> Void
-    init(_ block: @escaping @Sendable () -> Void) { self.block = block }
+    let operation: Operation
+    init(_ block: @escaping @Sendable () -> Void, holding operation: Operation) {
+        self.block = block
+        self.operation = operation
+    }
 }
 
 /// The completion task's body: runs the block once and frees the box.
@@ -40,6 +46,7 @@ private let runCompletionBlockTask: @convention(c) (UnsafeMutableRawPointer?) ->
     guard let context else { return }
     let box = Unmanaged<CompletionBlockBox>.fromOpaque(context).takeRetainedValue()
     box.block()
+    // The box, and with it the operation, is released here, after the block.
 }
 
 /// The runtime's completion queues, one per QoS class, made on first use and never freed.

@@ -424,12 +424,13 @@ open class Operation: @unchecked Sendable {
     static let cycleCheckIntervalNs: Int64 = 100_000_000
     static let cycleCheckLongestIntervalNs: Int64 = 1_600_000_000
 
-    /// The core class whose nice value the operation's work runs at.
+    /// The core class whose nice value the operation's work runs at: run by its queue, the class
+    /// the core runs it at now (its own, its queue's, or the one it was promoted to: a thread
+    /// priority applies on top of a promotion, as one request); by hand, its own or the default.
     var effectiveCoreQoS: op_qos_t {
+        if op_queue_current() != nil, op_task_current() == task { return op_current_thread_qos() }
         let own = qualityOfService
-        if own != .default { return own.coreClass }
-        if let queue = op_queue_current(), op_task_current() == task { return op_queue_qos(queue) }
-        return OP_QOS_DEFAULT
+        return own != .default ? own.coreClass : OP_QOS_DEFAULT
     }
 
     /// The default start's way to finished: both KVO pairs, then `finishIfAnnounced`.
@@ -505,7 +506,7 @@ open class Operation: @unchecked Sendable {
         let closing = state.bitwiseOr(State.dependentsClosed, ordering: .acquiringAndReleasing).oldValue
         if closing & State.hasFinishWaiters != 0 { resumeFinishWaiters() }
         if closing & State.hasDependents != 0 { announceReadinessOfDependents() }
-        if let completion { Operation.runCompletionBlock(completion.block, qos: completion.qos) }
+        if let completion { runCompletionBlock(completion.block, qos: completion.qos) }
     }
 
     /// Whether the warning of `warnFinishedBeforeStarted` was printed (once per process).

@@ -279,10 +279,14 @@ open class OperationQueue: @unchecked Sendable {
     open var operationCount: Int { operations.count }
 
     /// Cancels every operation in the queue (calling each one's `cancel()`), and barrier blocks
-    /// that have not run (their closures then never run). Finished ones are not affected.
+    /// that have not run (their closures then never run). Finished ones are not affected. What
+    /// the queue's `foundationQueue` holds is cancelled too: its closures not yet run are
+    /// dropped, its Foundation operations cancelled (they end finished).
     open func cancelAllOperations() {
         for operation in operations { operation.cancel() }
         op_queue_cancel_all(core) // barriers, and anything added since the listing
+        let bridge = StripedLock.shared.withLock(for: self) { lockedFoundationQueue.object }
+        (bridge as? FoundationQueueBridge)?.cancelForwarded()
     }
 
     /// Runs `barrier` after every operation added before it finished, and holds back every

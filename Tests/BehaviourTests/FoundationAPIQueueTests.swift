@@ -261,17 +261,93 @@ private let urlSessionLeaks: Comment = "libcurl and FoundationNetworking leak al
         waitUntilAllOperationsAreFinished(queue)
     }
 
-    @Test func addition_cancellingTheQueueDropsForwardedWorkWithoutStoppingTheOrder() {
+    // Issue 33, item 4: cancelling the queue cancels what its Foundation queue forwards and
+    // holds — the item in flight and the pending ones — and each Foundation operation ends
+    // finished (its waiters return, its completion block runs); what is added afterwards runs.
+    @Test func addition_cancellingTheQueueCancelsWhatItsFoundationQueueForwardsAndHolds() {
         let queue = OperationQueue()
         queue.isSuspended = true
         let bridge = queue.foundationQueue
-        let ran = Recorder<Int>()
-        bridge.addOperation { ran.append(1) }
-        bridge.addOperation { ran.append(2) }
-        queue.cancelAllOperations()  // the first forwarded operation; the second is not added yet
+        let ran = Recorder<String>()
+        let completed = Latch()
+        let inFlight = Foundation.BlockOperation { ran.append("in flight") }
+        inFlight.completionBlock = { completed.arrive() }
+        let held = Foundation.BlockOperation { ran.append("held") }
+        held.completionBlock = { completed.arrive() }
+        bridge.addOperation(inFlight)               // forwarded to the suspended queue
+        bridge.addOperation { ran.append("closure") } // held by the bridge
+        bridge.addOperation(held)
+        queue.cancelAllOperations()
         queue.isSuspended = false
+        runOnNewThread("waitUntilFinished() of the Foundation operation in flight") { inFlight.waitUntilFinished() }
+        runOnNewThread("waitUntilFinished() of the held Foundation operation") { held.waitUntilFinished() }
+        waitFor(completed, "the completion blocks of both cancelled Foundation operations", count: 2)
+        #expect(inFlight.isCancelled && inFlight.isFinished && held.isCancelled && held.isFinished)
         runOnNewThread("the bridge's waitUntilAllOperationsAreFinished") { bridge.waitUntilAllOperationsAreFinished() }
-        #expect(ran.snapshot == [2])
+        #expect(ran.snapshot.isEmpty, "cancelled forwarded work ran: \(ran.snapshot)")
+        // Added after the cancel: runs.
+        runOnNewThread("an item added after the cancel") {
+            bridge.addOperations([Foundation.BlockOperation { ran.append("after") }], waitUntilFinished: true)
+        }
+        #expect(ran.snapshot == ["after"])
+        waitUntilAllOperationsAreFinished(queue)
+    }
+
+    // Issue 33, item 3: a Foundation operation added to the Foundation queue before the
+    // operation it depends on (also added there) waits, and the ready one runs first; the
+    // bridge forwarded strictly in order and hung.
+    @Test func addition_aFoundationOperationAddedBeforeItsDependencyToTheFoundationQueueRuns() {
+        let queue = OperationQueue()
+        let bridge = queue.foundationQueue
+        let log = Recorder<String>()
+        let dependency = Foundation.BlockOperation { log.append("dependency") }
+        let dependent = Foundation.BlockOperation { log.append("dependent") }
+        dependent.addDependency(dependency)
+        bridge.addOperation(dependent)
+        bridge.addOperation { log.append("closure") }
+        bridge.addOperation(dependency)
+        runOnNewThread("the bridge's waitUntilAllOperationsAreFinished") { bridge.waitUntilAllOperationsAreFinished() }
+        #expect(log.snapshot == ["closure", "dependency", "dependent"])
+        #expect(dependent.isFinished && dependency.isFinished)
+        waitUntilAllOperationsAreFinished(queue)
+    }
+
+    // Among the ready items the Foundation queue runs them in the order Foundation's own serial
+    // queue does (queue priority, then the order added; a dependency added elsewhere releases
+    // its dependent when it finishes). The same items go to a Foundation serial queue here, and
+    // both orders must agree.
+    @Test func addition_theFoundationQueueRunsTheReadyItemsInFoundationsOrder() {
+        func run(on target: Foundation.OperationQueue, log: Recorder<String>) {
+            let gate = DispatchSemaphore(value: 0)
+            let started = Latch()
+            target.addOperation { started.open(); gate.wait() } // holds the serial queue
+            waitFor(started, "the first item to start")
+            let external = Foundation.BlockOperation { log.append("external") }
+            for (name, priority) in [("low", Foundation.Operation.QueuePriority.low), ("veryHigh", .veryHigh),
+                                     ("normal", .normal), ("high", .high)] {
+                let operation = Foundation.BlockOperation { log.append(name) }
+                operation.queuePriority = priority
+                target.addOperation(operation)
+            }
+            let waiting = Foundation.BlockOperation { log.append("waits for external") }
+            waiting.queuePriority = .veryHigh
+            waiting.addDependency(external)
+            target.addOperation(waiting)
+            target.addOperation { log.append("closure") }
+            gate.signal()
+            #expect(eventually { log.snapshot.count >= 5 }, "the five ready items of \(target) ran: \(log.snapshot)")
+            external.start()
+            runOnNewThread("waitUntilAllOperationsAreFinished of \(target)") { target.waitUntilAllOperationsAreFinished() }
+        }
+        let queue = OperationQueue()
+        let ours = Recorder<String>()
+        run(on: queue.foundationQueue, log: ours)
+        let serial = Foundation.OperationQueue()
+        serial.maxConcurrentOperationCount = 1
+        let foundations = Recorder<String>()
+        run(on: serial, log: foundations)
+        #expect(ours.snapshot == foundations.snapshot, "ours: \(ours.snapshot), Foundation's serial queue: \(foundations.snapshot)")
+        waitUntilAllOperationsAreFinished(queue)
     }
     #endif
 }

@@ -161,6 +161,36 @@ private let raceBody: TaskBody = { context in
         try expectWidthStillHolds(queue, "a task of the queue's own class started beyond the width")
     }
 
+    /// Issue 33, item 6: a thread priority and a QoS are one request. A userInteractive task with
+    /// thread priority 1.0 (and one with 0.0) goes outside the slots as one without does, and its
+    /// body runs at its class's nice value moved by its thread priority (clamped where the
+    /// process may not go lower). It waited for a slot before: the per-class width left thread
+    /// priorities out.
+    @Test(arguments: [1.0, 0.0])
+    func aHigherClassTaskWithAThreadPriorityRunsWhileEverySlotIsHeld(_ threadPriority: Double) throws {
+        let queue = try makeQueue("own-class-thread-priority", qos: OP_QOS_BACKGROUND)
+        defer { op_queue_release(queue) }
+        guard let spinners = try holdEverySlot(of: queue, slots: width) else { return }
+        defer { spinners.release.store(true, ordering: .releasing) }
+        let probe = Probe(spinners: spinners)
+        let task = try makeTask(probeBody, contextPointer(probe), qos: qosAttr(OP_QOS_USER_INTERACTIVE),
+                                threadPriority: threadPriority)
+        defer { op_task_release(task) }
+        #expect(op_queue_submit(queue, task) == 0)
+        let ran = probe.ran.wait(seconds: Limits.waitSeconds)
+        #expect(ran, "the userInteractive task with thread priority \(threadPriority) waited behind the \(width) background bodies")
+        let whileHeld = probe.whileHeld.load(ordering: .relaxed)
+        let outside = probe.outside.load(ordering: .relaxed)
+        let nice = probe.nice.load(ordering: .relaxed)
+        #expect(whileHeld, "it ran only after the slots were given back")
+        #expect(outside && op_task_runs_outside_width(task))
+        let expected = max(op_runtime_nice_for(OP_QOS_USER_INTERACTIVE, threadPriority), op_runtime_nice_floor())
+        #expect(nice == expected, "it ran at nice \(nice), not \(expected) (userInteractive at thread priority \(threadPriority))")
+        spinners.release.store(true, ordering: .releasing)
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+        try expectWidthStillHolds(queue, "a task of the queue's own class started beyond the width")
+    }
+
     @Test func anExplicitWidthHoldsForAHigherClassTask() throws {
         let queue = try makeQueue("own-class-explicit", qos: OP_QOS_UTILITY, width: Int32(width))
         defer { op_queue_release(queue) }

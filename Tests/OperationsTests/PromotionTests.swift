@@ -51,6 +51,31 @@ import Testing
         #expect(dependent.promotedQualityOfService == nil)
     }
 
+    /// Issue 33, item 6: a promoted operation with a thread priority runs main() at the promoted
+    /// class's nice value moved by its thread priority, not at its own class's (start() applied
+    /// the unpromoted class: where the process may renice, the body ran at background's nice plus
+    /// the delta).
+    @Test(arguments: [1.0, 0.25])
+    func aPromotedOperationWithAThreadPriorityRunsMainAtThePromotedClass(_ threadPriority: Double) {
+        let (low, gate) = heldSerialBackgroundQueue()
+        let high = OperationQueue()
+        high.qualityOfService = .userInteractive
+        let seen = Locked<Int32>(Int32.min)
+        let dependency = BlockOperation { seen.withLock { $0 = threadNice() } }
+        dependency.threadPriority = threadPriority
+        low.addOperation(dependency)
+        let dependent = BlockOperation {}
+        dependent.addDependency(dependency)
+        high.addOperation(dependent)
+        #expect(dependency.promotedQualityOfService == .userInteractive)
+        gate.open()
+        dependent.waitUntilFinished()
+        low.waitUntilAllOperationsAreFinished()
+        let expected = max(op_runtime_nice_for(OP_QOS_USER_INTERACTIVE, threadPriority), op_runtime_nice_floor())
+        #expect(seen.withLock { $0 } == expected,
+                "the promoted dependency with thread priority \(threadPriority) ran main() at nice \(seen.withLock { $0 }), not \(expected)")
+    }
+
     /// On one serial background queue held by a running operation: a dependency with no QoS of
     /// its own runs at the queue's class already, so a dependent added at that class raises
     /// nothing (the Swift layer skips it without asking the core); a dependent with a higher QoS
