@@ -321,6 +321,14 @@ static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
     uint32_t before =
         atomic_fetch_or_explicit(&task->state, OP_STATE_RELEASED, memory_order_acq_rel);
     if (before & OP_STATE_WAITERS) op_futex_wake(&task->state, INT32_MAX);
+    /* A tracking queue's context is given back soon, on this thread (context_release.c). The
+     * queue lives: the finisher holds the task's unit of it until after this. relaxed: SUBMITTED
+     * (in `old`, read by the RMW that claimed the finish) ordered the pointer. */
+    if ((old & OP_STATE_SUBMITTED) && !(task->flags & OP_TASK_IS_JOB)) {
+        /* (A job is never tracked, even on a tracking queue.) */
+        op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_relaxed);
+        if (OP_UNLIKELY(queue->tracking)) op_release_finished(queue, task);
+    }
     return true;
 }
 
@@ -374,6 +382,7 @@ int op_task_complete(op_task_t *task) {
          * for that now: nothing else will, since a finished task never becomes ready. */
         uint32_t was = atomic_fetch_or_explicit(&task->state, OP_STATE_QUEUED, memory_order_acq_rel);
         if (!(was & OP_STATE_QUEUED)) op_task_enqueue(task, was, true);
+        op_release_flush_if_safe();
         return 0;
     }
     /* Second of the two (body returned, completed) settles the queue: the worker handed the
@@ -392,6 +401,7 @@ int op_task_complete(op_task_t *task) {
             op_queue_busy_sub(queue, 1); /* after the push: see op_queue_busy_sub */
         }
     }
+    op_release_flush_if_safe(); /* its context, unless this thread runs a body or drains */
     return 0;
 }
 

@@ -39,9 +39,9 @@
 #define OP_DRAIN_BUDGET 256 /* tasks run per token before other queues get a turn */
 #define OP_CREDIT_CHUNK 16  /* busy units a drainer takes at once for its bodies' submits */
 #define OP_FINISH_BATCH 32  /* finishes a drainer counts before it publishes them to `busy`: a
-                               queue that never runs dry still releases what finished (its
-                               registry compacts on the maintenance queue) and its
-                               op_queue_unfinished lags by at most this per drainer */
+                               queue that never runs dry still unlinks what finished from its
+                               registry, and its op_queue_unfinished lags by at most this per
+                               drainer */
 
 _Thread_local op_drain op_tls_drain;
 
@@ -91,9 +91,12 @@ static void op_drain_put_back(op_queue_t *queue) {
     op_drain_flush_local();
 }
 
-/* Leaving the queue for good (the caller then settles busy, its last touch of the queue). */
+/* Leaving the queue for good (the caller then settles busy, its last touch of the queue). The
+ * contexts of the tasks we finished are counted as waiting for release before our units go
+ * (context_release.c): released once we hold nothing of the queue. */
 static void op_drain_detach(void) {
     op_drain *drain = &op_tls_drain;
+    if (drain->queue) op_release_adopt(drain->queue);
     if (drain->local) op_local_run_queue_retire(drain->local);
     drain->local = NULL;
     drain->queue = NULL;
@@ -106,30 +109,28 @@ static void op_drain_leave_with_token(op_queue_t *queue, op_pool *pool, uint64_t
     op_drain_put_back(queue);
     uint64_t sub = finished + op_tls_drain.credit;
     op_drain_detach();
-    /* The token first, then our units: a compaction in the subtraction may release contexts
-     * whose deinits wait for this queue, which must not wait for a slot we still hold. Our
-     * units keep the queue alive across the push; the subtraction is our last touch. */
+    /* The token first, then our units: they keep the queue alive across the push; the
+     * subtraction is our last touch. */
     op_pool_push_token(pool, &queue->token);
     op_queue_busy_sub(queue, sub);
 }
 
-/* Compacts the queue's registry on this thread, which must then hold no unit of the queue: the
- * releases call user code (a context's deinit) that may wait for this very queue. So the drainer
- * leaves first: what it held goes back, its slot goes to the pool as a token if work waits (it
- * may have just put some back) or back to the queue, and it compacts holding a plain reference
- * only. Used when the maintenance queue falls behind (op_registry_compaction_urgency). */
-static void op_drain_leave_to_compact(op_queue_t *queue) {
+/* Leaves the queue to release the contexts of the tasks we finished (context_release.c: they run
+ * user code that may wait for this very queue, so we must hold none of its units): what we held
+ * goes back, our slot goes to the pool as a token if work waits (we may have just put some back)
+ * or back to the queue, and our caller releases them. Used when a batch of them waits
+ * (op_release_batch_full): a queue that never runs dry still lets go of what finished. */
+static void op_drain_leave_to_release(op_queue_t *queue, uint64_t finished) {
     op_drain_put_back(queue);
-    uint64_t sub = op_tls_drain.credit + 1; /* our credit and our slot's unit */
+    uint64_t sub = finished + op_tls_drain.credit + 1; /* our count, credit and our slot's unit */
     op_drain_detach();
-    op_queue_retain(queue);
+    op_queue_retain(queue); /* across the look below: our units may be the last */
     if (op_queue_has_ready(queue) || op_queue_release_slot(queue, false)) {
         /* Work waits (put back by us, or pushed meanwhile): the slot goes on with its unit. */
         op_pool_push_token(op_queue_pool(queue), &queue->token);
         sub--;
     }
     op_queue_busy_sub(queue, sub);
-    op_registry_compact_if_idle(queue);
     op_queue_release(queue);
 }
 
@@ -354,12 +355,22 @@ void op_drain_run_outside_width(op_queue_t *queue, op_task_t *task, op_token *to
     op_run_result result = op_drain_execute(op_pool_current(), queue, task, token);
     /* Deferred: still unfinished and counted in busy (it comes back when ready). Handed off: the
      * completion settles it (op_task_complete sees OP_STATE_OUTSIDE_WIDTH). */
-    if (result != OP_RAN_FINISHED) return;
-    op_task_release(task);         /* the queue's reference */
-    op_queue_busy_sub(queue, 1);   /* the task's unit: our last touch, may free the queue */
+    if (result == OP_RAN_FINISHED) {
+        op_task_release(task);       /* the queue's reference */
+        op_queue_busy_sub(queue, 1); /* the task's unit: our last touch, may free the queue */
+    }
+    op_release_flush(); /* what the body or the finish released: we hold nothing of the queue */
 }
 
+static void op_drain_token_run(op_token *token);
+
 void op_drain_token(op_token *token) {
+    op_drain_token_run(token);
+    /* We hold nothing of the queue now: release the contexts of what we finished. */
+    op_release_flush();
+}
+
+static void op_drain_token_run(op_token *token) {
     op_queue_t *queue = op_queue_of_token(token);
     op_pool *pool = op_pool_current();
     op_local_run_queue *ring = op_worker_local_run_queue();
@@ -453,19 +464,17 @@ void op_drain_token(op_token *token) {
         finished++;
         op_task_release(task); /* the queue's reference */
         if (OP_UNLIKELY(finished >= OP_FINISH_BATCH)) {
-            int urgency = queue->tracking ? op_registry_compaction_urgency(queue, finished) : 0;
+            bool compact = queue->tracking && op_registry_compaction_due(queue, finished);
             /* Our slot's unit keeps busy above zero: this never takes the queue idle. */
             op_queue_busy_sub_held(queue, finished);
             finished = 0;
-            if (urgency == 2 && op_registry_compaction_pending(queue)) {
-                /* The maintenance queue fell behind (a loaded machine): bound what finished
-                 * tasks hold by compacting ourselves, off our slot. */
-                op_drain_leave_to_compact(queue);
+            /* Unlinks finished tasks from the registry (no user code: contexts are released
+             * apart, context_release.c); a try-lock, left to the holder when it is busy. */
+            if (compact) op_registry_compact_if_idle(queue);
+            if (op_release_batch_full()) {
+                op_drain_leave_to_release(queue, finished);
                 return;
             }
-            /* Not here: the releases run user code (a deinit) that may wait for this queue,
-             * which would then wait for the slot we hold. Another worker does it. */
-            if (urgency != 0) op_registry_compact_elsewhere(queue);
         }
         if (--budget == 0) {
             budget = OP_DRAIN_BUDGET;

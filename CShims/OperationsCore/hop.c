@@ -84,6 +84,9 @@ static void op_hop_drain(op_token *token) {
     if (atomic_exchange_explicit(&hop->done, OP_HOP_DONE, memory_order_release) == OP_HOP_SLEEPING) {
         op_futex_wake(&hop->done, 1);
     }
+    /* Contexts the body's completions finished (context_release.c): only now, the hopper's
+     * slot given back to its drainer, may their releases wait for the queue. */
+    op_release_flush();
 }
 
 /* The monitor saw the hopped body asleep: the queue's slot (held by the sleeping drainer) is

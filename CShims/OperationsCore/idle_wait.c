@@ -117,6 +117,13 @@ int op_queue_wait(op_queue_t *queue, int64_t timeout_ns) {
     return rc;
 }
 
+/* The queue is idle: unlink what finished from its registry and wait for the contexts of its
+ * finished tasks that threads still hold for release (context_release.c), within the deadline. */
+static int op_queue_wait_released(op_queue_t *queue, int64_t deadline) {
+    op_registry_compact_now(queue);
+    return op_release_wait(queue, deadline);
+}
+
 /* The wait; before it first sleeps it raises the queue to the calling thread's class, if that
  * is higher than the queue's (*promoted: the class, for the caller to undo). */
 static int op_queue_wait_promoted(op_queue_t *queue, int64_t timeout_ns, int *promoted) {
@@ -131,16 +138,14 @@ static int op_queue_wait_promoted(op_queue_t *queue, int64_t timeout_ns, int *pr
     for (;;) {
         if (atomic_load_explicit(&queue->busy, memory_order_seq_cst) == 0) {
             /* Finished tasks' contexts are released before the wait returns. */
-            op_registry_compact_now(queue);
-            return 0;
+            return op_queue_wait_released(queue, deadline);
         }
         uint32_t epoch = atomic_load_explicit(&queue->idle_epoch, memory_order_acquire);
         /* seq_cst: register, then re-read busy (Dekker with op_queue_busy_sub). */
         atomic_fetch_add_explicit(&queue->idle_waiters, 1, memory_order_seq_cst);
         if (atomic_load_explicit(&queue->busy, memory_order_seq_cst) == 0) {
             atomic_fetch_sub_explicit(&queue->idle_waiters, 1, memory_order_relaxed);
-            op_registry_compact_now(queue);
-            return 0;
+            return op_queue_wait_released(queue, deadline);
         }
         int64_t left = -1;
         if (deadline >= 0) {

@@ -317,13 +317,9 @@ struct op_queue {
     uint32_t barriers_submitted; /* numbers barriers (op_task.barrier_seq); under registry_lock */
     op_task_t *_Atomic barrier;            /* the latest barrier (a reference), or NULL */
     _Atomic bool compact_requested;        /* an idle queue asked for a compaction */
-    _Atomic bool compact_scheduled;        /* op_registry_compact_elsewhere is pending */
-    _Atomic uint64_t releasing;            /* contexts removed but not yet released */
-    /* Removed lists waiting to be released elsewhere (registry.c: the maintenance queue, or a
-     * waiter of the queue that helps), under release_lock. */
-    struct op_release_job *release_jobs;
-    uint64_t release_jobs_made; /* numbers them (never 0); under release_lock */
-    pthread_mutex_t release_lock;
+    /* Finished tasks' contexts in threads' release buffers, not yet released
+     * (context_release.c); op_queue_wait waits for it to reach 0. */
+    _Atomic uint64_t releasing;
     alignas(OP_CACHE_LINE) pthread_mutex_t registry_lock; /* compaction, listing, barriers */
     /* The amortised-compaction threshold: tasks kept by the last compaction (written under
      * the lock), and finishes counted by finishing threads (in steps of
@@ -338,28 +334,34 @@ struct op_queue {
 static inline int32_t op_slots_running(uint64_t word) { return (int32_t)(uint32_t)word; }
 static inline uint32_t op_slots_idle(uint64_t word) { return (uint32_t)(word >> 32); }
 
-/* maintenance_queue.c: the runtime's queue for tidying (compactions, releases) found due where
- * it must not run. Submit: false when the queue or the task could not be made (out of memory). */
-bool op_maintenance_submit(op_task_fn fn, void *context);
-/* Whether this thread runs a task of the maintenance queue. */
-bool op_maintenance_is_current(void);
+/* context_release.c: finished tasks' contexts given back on the finishing thread, once it holds
+ * nothing of their queue. */
+/* The graph's finish of a task of tracking `queue` (after RELEASED; the finisher holds a unit of
+ * the queue): buffers its context on this thread. */
+void op_release_finished(op_queue_t *queue, op_task_t *task);
+/* A drainer leaving `queue` (before its units go): counts the contexts it buffered for it. */
+void op_release_adopt(op_queue_t *queue);
+/* Whether this thread buffers a batch: a drainer then leaves its queue to release it. */
+bool op_release_batch_full(void);
+/* Releases this thread's buffered contexts; the caller holds no unit of their queues (and has
+ * adopted its drain's). Re-entrant calls (from a release) return at once. */
+void op_release_flush(void);
+/* op_release_flush, unless this thread runs a body or drains a queue (then its end flushes). */
+void op_release_flush_if_safe(void);
+/* Whether this thread is releasing contexts now (a deinit running in op_release_flush). */
+bool op_release_in_progress_here(void);
+/* Waits until no context of `queue` waits for release (not from inside a release: returns 0);
+ * ETIMEDOUT at `deadline` (op_now_ns; negative: none). */
+int op_release_wait(op_queue_t *queue, int64_t deadline);
 
 /* registry.c */
 void op_registry_add(op_queue_t *queue, op_task_t *task);
+/* Compacts when the registry lock is free (else leaves the holder a request). No user code. */
 void op_registry_compact_if_idle(op_queue_t *queue);
 /* Counts `finished` tasks of this thread; true when an amortised compaction of `queue` is due
  * (the caller then runs op_registry_compact_if_idle, holding the queue alive). */
 bool op_registry_compaction_due(op_queue_t *queue, uint64_t finished);
-/* As op_registry_compaction_due, in levels: 0 not due, 1 due, 2 overdue (twice as many finished
- * tasks wait for release as make a compaction due: the one scheduled elsewhere fell behind). */
-int op_registry_compaction_urgency(op_queue_t *queue, uint64_t finished);
-/* Whether a compaction scheduled with op_registry_compact_elsewhere has not run yet (a hint). */
-bool op_registry_compaction_pending(op_queue_t *queue);
-/* Compacts on a worker of the runtime's maintenance queue, soon: for a thread that holds a unit
- * of `queue` (a drainer), where the releases (user code that may wait for the queue) must not
- * run. At most one scheduled per queue at a time. */
-void op_registry_compact_elsewhere(op_queue_t *queue);
-/* Compacts now (waits for the lock): finished tasks' contexts are released on return. */
+/* Compacts now (waits for the registry lock). No user code. */
 void op_registry_compact_now(op_queue_t *queue);
 void op_registry_destroy(op_queue_t *queue);
 
@@ -408,10 +410,10 @@ bool op_queue_ramp_up(op_queue_t *queue, bool work_waits);
  * worker for the bands: the caller dispatches when *pushed_shared. Returns 0 or EBUSY. */
 int op_queue_submit_one(op_queue_t *queue, op_task_t *task, bool allow_local, bool *pushed_shared);
 void op_queue_busy_add(op_queue_t *queue, uint64_t count);
+/* Drops `count` references at once (op_queue_release `count` times). */
+void op_queue_release_many(op_queue_t *queue, uint32_t count);
 /* Subtracts from busy; at zero wakes waiters and drops the busy reference (may free). On a
- * tracking queue it may compact the registry, releasing finished contexts (user code that may
- * wait for this queue): call it only holding no other unit of the queue that such a wait would
- * need (a slot), or use op_queue_busy_sub_held. */
+ * tracking queue it may compact the registry (no user code). */
 void op_queue_busy_sub(op_queue_t *queue, uint64_t count);
 /* Subtracts units while the caller still holds others (its slot): never reaches zero, never
  * compacts. */

@@ -102,11 +102,7 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     queue->barriers_submitted = 0;
     atomic_init(&queue->barrier, NULL);
     atomic_init(&queue->compact_requested, false);
-    atomic_init(&queue->compact_scheduled, false);
     atomic_init(&queue->releasing, 0);
-    queue->release_jobs = NULL;
-    queue->release_jobs_made = 0;
-    pthread_mutex_init(&queue->release_lock, NULL);
     pthread_mutex_init(&queue->registry_lock, NULL);
     atomic_init(&queue->registry_kept, 0);
     atomic_init(&queue->registry_finishes_at_compaction, 0);
@@ -160,21 +156,15 @@ void op_queue_busy_add(op_queue_t *queue, uint64_t count) {
 
 void op_queue_busy_sub(op_queue_t *queue, uint64_t count) {
     if (count == 0) return;
-    /* seq_cst: Dekker with op_queue_wait (we write busy then read idle_waiters; it writes
-     * idle_waiters then reads busy), and release of the tasks' effects to the waiter. */
-    /* Finished contexts are released by the threads that finish tasks, where they are still
-     * in cache, not by the submitter. Once our busy units are given back the queue may be
-     * freed by whoever takes it idle, so a compaction after that holds a reference of its own
-     * (not the busy units: a release may run a deinit that waits for the queue to go idle). */
+    /* Finished tasks are unlinked from the registry by the threads that finish them, where
+     * they are still in cache, not by the submitter. Once our busy units are given back the
+     * queue may be freed by whoever takes it idle, so a compaction after that holds a
+     * reference of its own. */
     bool compact = queue->tracking && op_registry_compaction_due(queue, count);
-    if (OP_UNLIKELY(compact) && (op_tls_drain.queue == queue || op_tls_queue == queue)) {
-        /* This thread drains the queue or runs one of its bodies (a body that re-bands a task,
-         * or completes one): it holds units the releases' user code may wait for. */
-        op_registry_compact_elsewhere(queue);
-        compact = false;
-    }
     if (compact) op_queue_retain(queue);
     OP_RACE_WINDOW("busy: before the subtraction");
+    /* seq_cst: Dekker with op_queue_wait (we write busy then read idle_waiters; it writes
+     * idle_waiters then reads busy), and release of the tasks' effects to the waiter. */
     uint64_t before = atomic_fetch_sub_explicit(&queue->busy, count, memory_order_seq_cst);
     if (before != count) {
         if (compact) {
@@ -185,7 +175,7 @@ void op_queue_busy_sub(op_queue_t *queue, uint64_t count) {
     }
     if (compact) op_queue_release(queue); /* the idle path below compacts anyway */
     op_queue_clear_waiting_at_width(queue); /* idle: nothing waits (our busy reference holds it) */
-    if (queue->tracking) op_registry_compact_if_idle(queue); /* release finished contexts */
+    if (queue->tracking) op_registry_compact_if_idle(queue); /* unlink what finished */
     OP_RACE_WINDOW("busy: idle, before telling the waiters");
     if (atomic_load_explicit(&queue->idle_waiters, memory_order_seq_cst) != 0) {
         op_queue_wake_idle_waiters(queue);
@@ -822,7 +812,21 @@ op_queue_t *op_queue_current(void) { return op_tls_queue; }
 op_queue_t *op_queue_swap_current(op_queue_t *queue) {
     op_queue_t *previous = op_tls_queue;
     op_tls_queue = queue;
+    /* A binding's body ran here (a queue's work on a dispatch queue): what it finished is
+     * released once it no longer runs one (context_release.c). */
+    if (!queue) op_release_flush_if_safe();
     return previous;
+}
+
+void op_queue_release_many(op_queue_t *queue, uint32_t count) {
+    if (count == 0) return;
+    /* acq_rel: as op_queue_release. */
+    uint32_t before = atomic_fetch_sub_explicit(&queue->refs, count, memory_order_acq_rel);
+    if (before == count) {
+        /* Ours were the last: drop the final one through the usual path, which frees. */
+        atomic_fetch_add_explicit(&queue->refs, 1, memory_order_relaxed);
+        op_queue_release(queue);
+    }
 }
 
 void op_queue_set_context(op_queue_t *queue, void *context, op_task_fn retain, op_task_fn release) {

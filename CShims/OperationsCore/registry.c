@@ -4,26 +4,20 @@
  *
  * Submitting to a tracking queue pushes the task onto an intrusive lock-free stack (one
  * compare-and-swap; push-only, so no ABA) and takes a registry reference on it. Finishing costs
- * nothing extra: the FINISHED bit is the mark. Finished tasks are unlinked by compaction, which
+ * nothing here: the FINISHED bit is the mark. Finished tasks are unlinked by compaction, which
  * runs under `registry_lock` — never on the add → run → finish path: listings, barrier
- * submissions, and a try-lock when the queue goes idle or every so many finishes take it (a
- * try-lock that fails leaves a request that the holder honours before unlocking), and
- * op_queue_wait on a tracking queue compacts before returning. The amortised compaction runs on
- * the threads that finish tasks (a drainer that never leaves its queue hands it to the runtime's
- * maintenance queue, op_registry_compact_elsewhere, since its releases may run user code that
- * waits for that queue), not on the submitter: a single producer is the bottleneck of
- * a stream of small operations, and the finished contexts are still in the finisher's cache.
- * Compaction exchanges the whole stack for NULL, keeps the unfinished tasks and splices them
- * back below whatever was pushed meanwhile, so stack order (newest first) stays submission
- * order. A task's context is released (release_context) only by compaction, under the lock,
- * and the releases themselves run after the lock is dropped (they may run user code, such as a
- * deinit that lists the queue), so a listing never meets a context that is being freed. A
- * removed list waits in the queue's release list (release_jobs) while it is released, 128 tasks
- * at a time: by the thread that removed it, by the maintenance queue when that thread may not
- * (it drains the queue or runs one of its bodies), and by a waiter of the queue
- * (op_registry_compact_now), which releases what waits instead of waiting for the thread that
- * holds it (the maintenance queue runs at background class, behind whatever keeps that class
- * busy).
+ * submissions, a try-lock when the queue goes idle or every so many finishes (a try-lock that
+ * fails leaves a request that the holder honours before unlocking), and op_queue_wait on a
+ * tracking queue take it. Compaction runs no user code (it drops the registry's references on
+ * finished tasks; their contexts are given back apart, soon after each finish, by the thread
+ * that finished it: context_release.c), so any thread may compact, a drainer included, on the
+ * threads that finish tasks rather than on the submitter (a single producer is the bottleneck
+ * of a stream of small operations). Compaction exchanges the whole stack for NULL, keeps the
+ * unfinished tasks and splices them back below whatever was pushed meanwhile, so stack order
+ * (newest first) stays submission order. A listing hands out the contexts of unfinished tasks
+ * only, under the lock; a finished task's context is released only after its releasing thread
+ * took and dropped the lock (context_release.c), so a listing never meets a context that is
+ * being freed.
  *
  * Barriers: submit_one reads queue->barrier (seq_cst) and, if an unfinished barrier is set,
  * makes the new task depend on it and marks it `behind_barrier`, all while counted in
@@ -40,7 +34,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h> /* sched_yield */
 
 #define OP_REGISTRY_MIN_COMPACT 1024
 #define OP_REGISTRY_CHECK_EVERY 64
@@ -59,13 +52,12 @@ static op_task_t *op_registry_compact_locked(op_queue_t *queue) {
     /* acquire: we see every pushed task's fields (pairs with the release push). */
     op_task_t *list = atomic_exchange_explicit(&queue->registry_head, NULL, memory_order_acquire);
     op_task_t *keep_head = NULL, *keep_tail = NULL, *removed = NULL;
-    uint64_t kept = 0, removed_count = 0;
+    uint64_t kept = 0;
     while (list) {
         op_task_t *next = list->registry_next;
         if (atomic_load_explicit(&list->state, memory_order_acquire) & OP_STATE_FINISHED) {
             list->registry_next = removed;
             removed = list;
-            removed_count++;
         } else {
             list->registry_next = NULL;
             if (keep_tail) keep_tail->registry_next = list; else keep_head = list;
@@ -74,9 +66,6 @@ static op_task_t *op_registry_compact_locked(op_queue_t *queue) {
         }
         list = next;
     }
-    /* relaxed: counted under the lock (once for the batch, not once per task), read by
-     * op_registry_compact_now after it. */
-    if (removed_count) atomic_fetch_add_explicit(&queue->releasing, removed_count, memory_order_relaxed);
     /* relaxed: a heuristic threshold; no data is published through these. */
     atomic_store_explicit(&queue->registry_kept, kept, memory_order_relaxed);
     atomic_store_explicit(&queue->registry_finishes_at_compaction,
@@ -98,146 +87,18 @@ static op_task_t *op_registry_compact_locked(op_queue_t *queue) {
     return removed;
 }
 
-/* The batches of releases running on this thread (op_registry_release_removed), innermost
- * first. A release may run user code (a context's deinit) that waits for a queue; such a wait
- * must not wait for releases in flight (op_registry_compact_now): not for its own, which cannot
- * end before it returns, nor for another thread's, whose deinit may be waiting the same way (two
- * deinits on two threads, each waiting for the other's release, spun for ever). */
-typedef struct op_release_batch {
-    struct op_release_batch *outer;
-} op_release_batch;
-static _Thread_local op_release_batch *op_tls_release_batches;
-
-/* Releases taken at once, a slice: a waiter of the queue and the maintenance worker take the
- * lists waiting to be released a slice at a time, so several threads share one long list. A
- * maintenance worker gives its CPU away between two slices: a compaction on a busy queue releases
- * 1024 and more finished contexts (Swift operations and what their closures hold, some 100 ns
- * each): in one go that kept a CPU for a few hundred microseconds, and the kernel let the
- * background-class worker finish its time slice before a woken latency-sensitive worker of the
- * same CPU ran (W7 stream p99 of the Swift layer on 2 CPUs: 0.5–0.9 ms instead of 30 µs). */
-#define OP_RELEASE_SLICE 128
-
-/* A removed list waiting in its queue's release_jobs (under release_lock) to be released, a
- * slice at a time, by whoever takes it: the thread that removed it, the maintenance queue, or a
- * waiter of the queue (op_registry_compact_now). */
-typedef struct op_release_job {
-    struct op_release_job *next;
-    op_task_t *removed; /* chained by registry_next */
-    uint64_t number;    /* from the queue's release_jobs_made, never 0 */
-} op_release_job;
-
-/* Releases `slice`: each context (release_context), then the registry's reference on the task.
- * Called without the registry lock. */
-static void op_registry_release_slice(op_queue_t *queue, op_task_t *slice) {
-    op_release_batch batch = {.outer = op_tls_release_batches};
-    op_tls_release_batches = &batch;
-    op_task_fn release = queue->release_context;
-    uint64_t count = 0;
-    while (slice) {
-        op_task_t *next = slice->registry_next;
-        OP_RACE_WINDOW("registry: before releasing a finished context");
-        if (release) release(op_task_user_context(slice));
-        op_task_release(slice);
-        slice = next;
-        count++;
+/* Drops the registry's references on what compaction removed (chained by registry_next), after
+ * the lock is dropped. No user code: a finished task's context went its own way. */
+static void op_registry_release_removed(op_task_t *removed) {
+    while (removed) {
+        op_task_t *next = removed->registry_next;
+        op_task_release(removed);
+        removed = next;
     }
-    /* release: a waiter that sees the count drop sees the contexts released. Once per slice,
-     * not once per task: a waiter waits for the whole of it anyway. */
-    atomic_fetch_sub_explicit(&queue->releasing, count, memory_order_release);
-    op_tls_release_batches = batch.outer;
-}
-
-/* Takes up to OP_RELEASE_SLICE tasks of the queue's waiting lists, chained by registry_next, or
- * NULL when none wait: of list number `only` while it waits, or of any list when `only` is 0.
- * The caller releases them (op_registry_release_slice). */
-static op_task_t *op_registry_take_release_slice(op_queue_t *queue, uint64_t only) {
-    pthread_mutex_lock(&queue->release_lock);
-    op_release_job **link = &queue->release_jobs;
-    if (only) {
-        while (*link && (*link)->number != only) link = &(*link)->next;
-    }
-    op_release_job *job = *link;
-    if (!job) {
-        pthread_mutex_unlock(&queue->release_lock);
-        return NULL;
-    }
-    op_task_t *slice = job->removed, *last = slice;
-    for (unsigned n = 1; n < OP_RELEASE_SLICE && last->registry_next; n++) last = last->registry_next;
-    job->removed = last->registry_next;
-    last->registry_next = NULL;
-    op_release_job *done = NULL;
-    if (!job->removed) {
-        *link = job->next;
-        done = job;
-    }
-    pthread_mutex_unlock(&queue->release_lock);
-    free(done);
-    return slice;
-}
-
-/* Releases the queue's waiting lists here, a slice at a time, until none is left. Whether it
- * released anything. */
-static bool op_registry_release_waiting(op_queue_t *queue) {
-    bool maintenance = op_maintenance_is_current(), released = false;
-    for (op_task_t *slice; (slice = op_registry_take_release_slice(queue, 0));) {
-        op_registry_release_slice(queue, slice);
-        released = true;
-        /* Tidying at background class: whoever waits for this CPU runs first. */
-        if (maintenance) sched_yield();
-    }
-    return released;
-}
-
-/* Puts `removed` in the queue's waiting lists; its number (for op_registry_take_release_slice's
- * `only`), or 0 when out of memory. */
-static uint64_t op_registry_add_release_job(op_queue_t *queue, op_task_t *removed) {
-    op_release_job *job = malloc(sizeof *job);
-    if (!job) return 0;
-    job->removed = removed;
-    pthread_mutex_lock(&queue->release_lock);
-    /* Read under the lock: once it is dropped another thread may take the job whole and free
-     * it. */
-    uint64_t number = job->number = ++queue->release_jobs_made;
-    job->next = queue->release_jobs;
-    queue->release_jobs = job;
-    pthread_mutex_unlock(&queue->release_lock);
-    return number;
-}
-
-/* Releases what compaction removed, here: the list waits with the others, so that a waiter of
- * the queue can take slices of it meanwhile (while one thread released a long list, at
- * background class on the maintenance queue, a waiter spun until it was done), and this thread
- * releases slices of it until none is left. Only of its own list: the thread that takes a queue
- * idle wakes its waiters after this, and they share what else waits. */
-static void op_registry_release_removed(op_queue_t *queue, op_task_t *removed) {
-    if (!removed) return;
-    uint64_t job = op_registry_add_release_job(queue, removed);
-    if (!job) {
-        op_registry_release_slice(queue, removed); /* out of memory: the list in one go */
-        return;
-    }
-    for (op_task_t *slice; (slice = op_registry_take_release_slice(queue, job));) {
-        op_registry_release_slice(queue, slice);
-    }
-}
-
-static bool op_registry_release_elsewhere(op_queue_t *queue, op_task_t *removed);
-
-/* Releases what was removed, here, unless this thread runs a body of the queue or drains it: the
- * releases run user code (a context's deinit) that may wait for this very queue, which would then
- * wait for the body or slot this thread holds (a body that reads operationCount lists the queue,
- * and a listing compacts). Then a worker of the maintenance queue releases them. */
-static void op_registry_release_removed_safely(op_queue_t *queue, op_task_t *removed) {
-    if (!removed) return;
-    if (OP_UNLIKELY(op_tls_queue == queue || op_tls_drain.queue == queue) &&
-        op_registry_release_elsewhere(queue, removed)) {
-        return;
-    }
-    op_registry_release_removed(queue, removed);
 }
 
 /* Drops the registry lock, first honouring compaction requests that arrived while it was
- * held (a queue that went idle meanwhile could not take it), then releasing what was removed. */
+ * held (a queue that went idle meanwhile could not take it), then dropping what was removed. */
 static void op_registry_unlock(op_queue_t *queue, op_task_t *removed) {
     for (;;) {
         /* acq_rel: pairs with the requester's seq_cst store; the tasks it saw finish are ours. */
@@ -251,7 +112,7 @@ static void op_registry_unlock(op_queue_t *queue, op_task_t *removed) {
             }
         }
         pthread_mutex_unlock(&queue->registry_lock);
-        op_registry_release_removed_safely(queue, removed);
+        op_registry_release_removed(removed);
         removed = NULL;
         if (!atomic_load_explicit(&queue->compact_requested, memory_order_seq_cst)) return;
         if (pthread_mutex_trylock(&queue->registry_lock) != 0) return; /* the holder will do it */
@@ -270,64 +131,6 @@ void op_registry_compact_now(op_queue_t *queue) {
     if (!queue->tracking) return;
     pthread_mutex_lock(&queue->registry_lock);
     op_registry_unlock(queue, op_registry_compact_locked(queue));
-    /* Another thread may still be releasing what it removed before we took the lock. Not from
-     * inside a release (see op_release_batch): there only what we removed ourselves is released
-     * on return. Otherwise every finished context is released on return: what waits (sent to
-     * the maintenance queue, or removed by another thread, which puts its list in the waiting
-     * ones only after it dropped the registry lock: so we look again while we wait) we release
-     * here, and we wait only for the slices other threads are releasing now. */
-    if (op_tls_release_batches) return;
-    int64_t start = op_now_ns();
-    while (atomic_load_explicit(&queue->releasing, memory_order_acquire) != 0) {
-        if (op_registry_release_waiting(queue)) {
-            start = op_now_ns();
-        } else {
-            op_spin_pause(op_now_ns() - start);
-        }
-    }
-}
-
-static void op_registry_compact_task(void *context) {
-    op_queue_t *queue = context;
-    op_registry_compact_if_idle(queue);
-    /* Pending until done (releases included): a drainer that finds twice the threshold
-     * finished meanwhile compacts itself (drain.c), which bounds what a starved maintenance
-     * worker leaves unreleased. release: a compaction due after this schedules again. */
-    atomic_store_explicit(&queue->compact_scheduled, false, memory_order_release);
-    op_queue_release(queue); /* the reference op_registry_compact_elsewhere took */
-}
-
-/* The maintenance queue's part: releases the queue's waiting lists (a waiter may take slices
- * meanwhile; this task may find nothing left). */
-static void op_registry_release_task(void *context) {
-    op_queue_t *queue = context;
-    op_registry_release_waiting(queue);
-    op_queue_release(queue); /* the reference op_registry_release_elsewhere took */
-}
-
-static bool op_registry_release_elsewhere(op_queue_t *queue, op_task_t *removed) {
-    /* Waiting before the task is submitted, so the task finds it (the lock orders the two). */
-    if (!op_registry_add_release_job(queue, removed)) return false; /* released here after all */
-    /* The queue lives until the task ran: `releasing` counts the list until it is released. */
-    op_queue_retain(queue);
-    if (!op_maintenance_submit(op_registry_release_task, queue)) {
-        /* Out of memory: the list stays waiting, for the queue's next waiter (op_queue_wait and
-         * the Swift layer's waits), the next maintenance release task, or its destruction. */
-        op_queue_release(queue);
-    }
-    return true;
-}
-
-void op_registry_compact_elsewhere(op_queue_t *queue) {
-    /* relaxed: one scheduled compaction at a time is enough (it takes everything finished by
-     * then); a request meanwhile is covered by it or by the next batch. */
-    if (atomic_exchange_explicit(&queue->compact_scheduled, true, memory_order_relaxed)) return;
-    op_queue_retain(queue);
-    if (!op_maintenance_submit(op_registry_compact_task, queue)) {
-        /* Out of memory: the queue compacts when it next goes idle instead. */
-        atomic_store_explicit(&queue->compact_scheduled, false, memory_order_relaxed);
-        op_queue_release(queue);
-    }
 }
 
 void op_registry_add(op_queue_t *queue, op_task_t *task) {
@@ -359,16 +162,15 @@ void op_registry_add(op_queue_t *queue, op_task_t *task) {
  * a heuristic that only sets how often the look is taken). */
 static _Thread_local uint32_t op_tls_finishes;
 
-int op_registry_compaction_urgency(op_queue_t *queue, uint64_t finished) {
+bool op_registry_compaction_due(op_queue_t *queue, uint64_t finished) {
     op_tls_finishes += (uint32_t)finished;
-    if (op_tls_finishes < OP_REGISTRY_CHECK_EVERY) return 0;
+    if (op_tls_finishes < OP_REGISTRY_CHECK_EVERY) return false;
     op_tls_finishes = 0;
     /* relaxed: heuristic counts; no data is published through these. A compaction walks the
      * kept tasks and the finished ones: waiting for as many finishes as tasks were kept keeps it
-     * O(1) per task (two visits at most) and holds at most about as many finished tasks (and
-     * what their contexts keep alive) as the queue holds unfinished ones, plus 1024 (at least 1024
-     * between compactions: each one a drainer finds overdue costs it a token round trip, and at
-     * 256 those showed in a stream's p99.9 latency). */
+     * O(1) per task (two visits at most) and holds at most about as many finished tasks (72
+     * bytes each: their contexts are released apart) as the queue holds unfinished ones, plus
+     * 1024. */
     uint64_t finishes = atomic_fetch_add_explicit(&queue->registry_finishes,
                                                   OP_REGISTRY_CHECK_EVERY, memory_order_relaxed) +
                         OP_REGISTRY_CHECK_EVERY;
@@ -376,16 +178,7 @@ int op_registry_compaction_urgency(op_queue_t *queue, uint64_t finished) {
     if (threshold < OP_REGISTRY_MIN_COMPACT) threshold = OP_REGISTRY_MIN_COMPACT;
     uint64_t since = finishes - atomic_load_explicit(&queue->registry_finishes_at_compaction,
                                                      memory_order_relaxed);
-    return since >= 2 * threshold ? 2 : since >= threshold ? 1 : 0;
-}
-
-bool op_registry_compaction_due(op_queue_t *queue, uint64_t finished) {
-    return op_registry_compaction_urgency(queue, finished) != 0;
-}
-
-bool op_registry_compaction_pending(op_queue_t *queue) {
-    /* relaxed: a hint; at worst the drainer compacts once more itself. */
-    return atomic_load_explicit(&queue->compact_scheduled, memory_order_relaxed);
+    return since >= threshold;
 }
 
 /* Unfinished tracked tasks, oldest first, into a malloc'd array; caller holds the lock and
@@ -479,11 +272,7 @@ int op_queue_submit_barrier(op_queue_t *queue, op_task_t *task) {
 
 void op_registry_destroy(op_queue_t *queue) {
     /* Every task finished (the queue is idle), and nobody else can reach the queue. */
-    if (queue->tracking) op_registry_release_removed(queue, op_registry_compact_locked(queue));
-    /* A list waits here only if its maintenance task could not be submitted (out of memory: each
-     * task holds a queue reference until it ran). */
-    op_registry_release_waiting(queue);
-    pthread_mutex_destroy(&queue->release_lock);
+    if (queue->tracking) op_registry_release_removed(op_registry_compact_locked(queue));
     if (queue->tracking) {
         op_task_t *barrier = atomic_exchange_explicit(&queue->barrier, NULL, memory_order_acquire);
         if (barrier) op_task_release(barrier);

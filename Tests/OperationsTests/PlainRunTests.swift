@@ -43,6 +43,9 @@ import Testing
         box.withLock { $0 = operation }
         queue.addOperation(operation)
         guard waitUntilFinished(operation) else { return }
+        // The completion block runs after the finish, on a thread of its own.
+        #expect(eventually { runs.current == 1 }, "the completion block set mid-run ran \(runs.current) times")
+        quietPeriod()
         #expect(runs.current == 1, "the completion block set mid-run ran \(runs.current) times")
         #expect(sawFinished.withLock { $0 } == true)
         #expect(operation.completionBlock == nil)
@@ -86,10 +89,11 @@ import Testing
             queue.addOperation(operation)
         }
         guard waitUntilAllOperationsAreFinished(queue) else { return }
-        #expect(completions.current == count, "\(completions.current) of \(count) completion blocks ran")
-        // The wait returns once the queue released every finished operation.
-        let alive = boxes.filter { $0.operation != nil }.count
-        #expect(alive == 0, "\(alive) operations are still alive after the queue finished them")
+        // Completion blocks run after their operations' finish, each holding its operation until
+        // it returned; the queue released its own references before the wait returned.
+        #expect(eventually { completions.current == count }, "\(completions.current) of \(count) completion blocks ran")
+        #expect(eventually { boxes.allSatisfy { $0.operation == nil } },
+                "\(boxes.filter { $0.operation != nil }.count) operations are still alive after the queue finished them and their completion blocks ran")
     }
 
     /// A subclass is never plain: it may override the KVO calls, and gets all of them.
@@ -122,6 +126,7 @@ import Testing
         operation.cancel()
         queue.isSuspended = false
         guard waitUntilFinished(operation) else { return }
+        #expect(eventually { completions.current == 1 }, "the completion block of the cancelled operation did not run")
         #expect(ran.current == 0 && completions.current == 1 && operation.isCancelled && operation.isFinished)
     }
 
@@ -169,6 +174,7 @@ import Testing
         let cancelled = Operations.BlockOperation { ran.increment() }
         cancelled.cancel()
         cancelled.start()
+        #expect(eventually { completions.current == 1 }, "the completion block did not run")
         #expect(ran.current == 2 && completions.current == 1)
         #expect(calls.snapshot == [true])
         #expect(withCompletion.isFinished && observed.isFinished && cancelled.isFinished && cancelled.isCancelled)

@@ -390,10 +390,13 @@ int op_queue_submit_job(op_queue_t *queue, op_task_fn fn, void *context, int qos
 /** Turns on tracking: the queue keeps its unfinished tasks in submission order so they can be
  *  listed (op_queue_for_each) and cancelled together (op_queue_cancel_all), and barriers can be
  *  added. It costs a few atomic operations per submit. `release_context` (may be NULL) is
- *  called once per tracked task, with its context, some time after the task finished, once no
- *  listing can reach it (when the queue goes idle, at a listing, or every so many submits):
- *  the place to drop what keeps the context alive. Only before the first submit: returns 0,
- *  EINVAL, or EBUSY when the queue already holds tasks. */
+ *  called once per tracked task, with its context, soon after the task finished, never while a
+ *  listing can hand the context out: the place to drop what keeps the context alive. It runs on
+ *  the thread that finished the task, once that thread holds nothing of the queue — a worker at
+ *  the end of its turn on the queue (at the latest after 256 finishes), any other thread before
+ *  op_task_complete returns (or, inside a body, once the body ended) — so it may wait for the
+ *  queue. op_queue_wait returns once the contexts of the tasks finished by then are released.
+ *  Only before the first submit: returns 0, EINVAL, or EBUSY when the queue already holds tasks. */
 int op_queue_set_tracking(op_queue_t *queue, op_task_fn release_context);
 
 /** Calls fn(task, arg) for each unfinished tracked task that is not a barrier, oldest first.
@@ -429,8 +432,11 @@ op_qos_t op_queue_qos(const op_queue_t *queue);
 size_t op_queue_unfinished(const op_queue_t *queue);
 
 /** Blocks until the queue holds no unfinished task, or timeout_ns passes. Tasks added
- *  meanwhile extend the wait. Returns 0 or ETIMEDOUT; EDEADLK when called from a body running
- *  on this queue. */
+ *  meanwhile extend the wait. On a tracking queue it also waits, within the same timeout, until
+ *  the contexts of its finished tasks are released (op_queue_set_tracking) — not when called
+ *  from a release_context itself. Returns 0 or ETIMEDOUT (also in a child forked while a
+ *  context of the queue waited in another thread for release: never released there); EDEADLK
+ *  when called from a body running on this queue. */
 int op_queue_wait(op_queue_t *queue, int64_t timeout_ns);
 
 /** Calls fn(context) once, the next time the queue holds no unfinished task: at once, on the

@@ -81,8 +81,10 @@ enum ProbeLayout: Sendable {
     /// Load on a background queue, probes on a userInteractive queue (W9 a, and c without load).
     case twoQueues
     /// Load and probes on one default-width queue; the ops carry their own QoS and priority
-    /// where the runtime has per-op QoS (W9 b).
-    case oneQueue
+    /// where the runtime has per-op QoS (W9 b); with `probeThreadPriority`, the probes also
+    /// carry that thread priority (W9 "one queue, thread priority": a thread priority and a QoS
+    /// are one request).
+    case oneQueue(probeThreadPriority: Double?)
     /// As twoQueues, with the probe queue placed on `probeCPU` and the load queue on the other
     /// CPUs (W9 d; competitors with `canPlace` only).
     case placed(probeCPU: Int, loadCPUs: [Int])

@@ -116,9 +116,10 @@ struct CoreCompetitor: Competitor {
             return CoreProbeTarget(loadQueue: try makeQueue(width: .default, qos: OP_QOS_BACKGROUND),
                                    probeQueue: try makeQueue(width: .default, qos: OP_QOS_USER_INTERACTIVE),
                                    perTaskQoS: false)
-        case .oneQueue:
+        case .oneQueue(let probeThreadPriority):
             let queue = try makeQueue(width: .default)
-            return CoreProbeTarget(loadQueue: queue, probeQueue: queue, perTaskQoS: true)
+            return CoreProbeTarget(loadQueue: queue, probeQueue: queue, perTaskQoS: true,
+                                   probeThreadPriority: probeThreadPriority ?? 0.5)
         case .placed(let probeCPU, let loadCPUs):
             let load = try makeQueue(width: .default, qos: OP_QOS_BACKGROUND)
             let probe = try makeQueue(width: .default, qos: OP_QOS_USER_INTERACTIVE)
@@ -178,6 +179,8 @@ private struct CoreProbeTarget: ProbeTarget {
     let probeQueue: OpaquePointer
     /// One queue: each task carries its class (and probes the highest band).
     let perTaskQoS: Bool
+    /// The probes' thread priority (one queue only).
+    var probeThreadPriority: Double = 0.5
 
     func submit(_ slot: ProbeSlot, _ kind: ProbeKind) {
         let queue = kind == .probe ? probeQueue : loadQueue
@@ -189,7 +192,10 @@ private struct CoreProbeTarget: ProbeTarget {
         var attr = op_task_attr_t()
         op_task_attr_init(&attr)
         attr.qos = Int32((kind == .probe ? OP_QOS_USER_INTERACTIVE : OP_QOS_BACKGROUND).rawValue)
-        if kind == .probe { attr.priority = OP_PRIORITY_VERY_HIGH }
+        if kind == .probe {
+            attr.priority = OP_PRIORITY_VERY_HIGH
+            attr.thread_priority = probeThreadPriority
+        }
         let task = op_task_create(ProbeSlot.body(kind), slot.pointer, &attr)
         slot.markSubmitted()
         op_queue_submit(queue, task)

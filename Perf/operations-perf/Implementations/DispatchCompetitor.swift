@@ -64,6 +64,7 @@ struct DispatchCompetitor: Competitor {
                 probeQueue: dispatch_baseline_global_queue(Int32(DISPATCH_BASELINE_QOS_USER_INTERACTIVE)),
                 owned: false)
         case .oneQueue:
+            // No per-item thread priority either: the same queue with or without one.
             let queue = dispatch_baseline_concurrent_queue("perf.priority")
             return DispatchProbeTarget(loadQueue: queue, probeQueue: queue, owned: true)
         case .placed:

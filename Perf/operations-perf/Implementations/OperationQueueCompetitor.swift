@@ -36,6 +36,7 @@ protocol PerfOperation: AnyObject, SendableMetatype {
     associatedtype Priority: RawRepresentable<Int>
     var qualityOfService: QoS { get set }
     var queuePriority: Priority { get set }
+    var threadPriority: Double { get set }
     func addDependency(_ op: Self)
     func start()
     func waitUntilFinished()
@@ -228,9 +229,10 @@ private struct OperationProbeTarget<API: OperationQueueAPI>: ProbeTarget {
 
     func submit(_ slot: ProbeSlot, _ kind: ProbeKind) {
         let op = API.makeOperation { slot.run(kind) }
-        if case .oneQueue = layout {
+        if case .oneQueue(let probeThreadPriority) = layout {
             op.qualityOfService = kind == .probe ? probeQoS : loadQoS
             if kind == .probe { op.queuePriority = veryHigh }
+            if kind == .probe, let probeThreadPriority { op.threadPriority = probeThreadPriority }
         }
         let queue = kind == .probe ? probeQueue : loadQueue
         slot.markSubmitted()

@@ -12,7 +12,9 @@ enum W9Priority {
         --priority-seconds (x1.2), are added first; then a userInteractive probe every 2 ms for
         --priority-seconds. Probe latency p50/p99 with (a) load and probes on two queues
         (background / userInteractive), (b) both on one default-width queue, each op carrying
-        its QoS and the probes queuePriority veryHigh, (c) no load, (d) placed: as (a) with the
+        its QoS and the probes queuePriority veryHigh, (b') as (b) with the probes also at
+        threadPriority 1.0 (a thread priority and a QoS are one request: the probe must not
+        wait for a slot behind the load), (c) no load, (d) placed: as (a) with the
         probe queue placed on the last CPU and the load queue on the others (ours only; needs 2
         CPUs; the load then fills the other CPUs). The load stops once every probe started.
         Reports the nice values probes and load ran at (getpriority in the body). dispatch:
@@ -23,6 +25,7 @@ enum W9Priority {
     enum Case: String, CaseIterable {
         case twoQueues = "two queues"
         case oneQueue = "one queue"
+        case oneQueueThreadPriority = "one queue, thread priority"
         case noLoad = "no load"
         case placed
     }
@@ -56,7 +59,8 @@ enum W9Priority {
     static func sample(_ scenario: Case, seconds: Double, cpus: Int, on competitor: any Competitor) throws -> LatencySample {
         perf_set_load_cpu_ns(loadCpuNs)
         let layout: ProbeLayout = switch scenario {
-        case .oneQueue: .oneQueue
+        case .oneQueue: .oneQueue(probeThreadPriority: nil)
+        case .oneQueueThreadPriority: .oneQueue(probeThreadPriority: 1.0)
         case .placed: .placed(probeCPU: placement.probe, loadCPUs: placement.load)
         case .twoQueues, .noLoad: .twoQueues
         }

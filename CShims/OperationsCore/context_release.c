@@ -1,0 +1,234 @@
+/*
+ * context_release.c — a tracking queue's finished tasks give their contexts back (release_context:
+ * the Swift layer drops the queue's reference to the operation, and with it what the operation's
+ * closures hold) soon after their finish, on the thread that finished them, at a point where that
+ * thread holds no unit of the queue: as Foundation drops an operation right after its finish.
+ *
+ * Why not at the finish itself: the release runs user code (a deinit) that may wait for the very
+ * queue — for it to go idle, or for its next task — which would then wait for the slot the
+ * finishing drainer holds, or for the body the finishing thread runs. And why not later, elsewhere
+ * (the maintenance queue at background class, as before): a loaded machine starved it, and a queue
+ * kept busy held 9 600–53 000 finished operations alive (Foundation: 5 003) (issue 33, item 7).
+ *
+ * So each thread keeps the contexts it finished in a buffer of its own (no shared word per task)
+ * and releases them when it holds nothing of their queues:
+ *   - a worker, when its drain of a queue ends (drain.c: the queue ran dry, was suspended, its
+ *     budget ran out, a body handed the slot to an asynchronous task) — back in the worker's loop,
+ *     before it looks for the next token (worker_pool.c);
+ *   - a drainer whose buffer holds OP_RELEASE_BATCH contexts leaves its queue to release them (its
+ *     slot goes on as a token when work waits), so a queue that never runs dry holds at most that
+ *     many finished contexts per drainer beyond its unfinished tasks;
+ *   - any other thread, at the end of the op_task_complete that finished them, unless it runs a
+ *     body (op_queue_current) or drains a queue: then when that ends (op_queue_swap_current back
+ *     to none, or the worker's loop).
+ *
+ * Before a queue's contexts are released, its registry lock is taken and dropped: a listing
+ * (op_queue_for_each) holds that lock while it hands out unfinished tasks' contexts, so one that
+ * started before sees the context alive, and one that starts after sees the task FINISHED (set
+ * before the context entered the buffer) and skips it.
+ *
+ * Waiting for a queue (op_queue_wait) waits for its contexts too: `queue->releasing` counts those
+ * in buffers, added before the units that keep the queue busy are given back (a drainer's at the
+ * end of its drain, anyone else's as it buffers), so a waiter that sees the queue idle then waits
+ * for `releasing` to reach 0 — bounded by its timeout, and not from inside a release (a deinit
+ * that waits for its own queue must not wait for its own release, nor for another thread's release
+ * whose deinit waits the same way). Each buffered context holds a reference on its queue.
+ *
+ * Threads: a buffer is its thread's alone. `releasing` and the queue's references are atomics of
+ * the queue; a drainer adds its batch to them once per drain, not once per task.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* Contexts a drainer buffers before it leaves its queue to release them: bounds what finished
+ * operations hold on a queue that never runs dry (a batch per drainer: 512 / CPUs, at least 32,
+ * so 2 × 256 on 2 CPUs and 512 in all up to 16), while keeping the leave (a token round trip, its
+ * local run queue back to the bands) rare. OP_RELEASE_BATCH is the initial buffer's size. */
+#define OP_RELEASE_BATCH 256
+#define OP_RELEASE_BATCH_MIN 32
+#define OP_RELEASE_BATCH_TOTAL 512
+
+/* This thread's batch size (op_release_batch_full), read from the topology on first use. */
+static _Thread_local uint32_t op_tls_release_batch;
+
+typedef struct op_release_entry {
+    op_queue_t *queue;
+    void *context;
+    /* Counted in queue->releasing and holding a reference on the queue. A drainer's own queue's
+     * entries are not, while its slot keeps the queue busy and alive: op_release_adopt counts
+     * them all at once when the drain ends. */
+    bool counted;
+} op_release_entry;
+
+typedef struct op_release_buffer {
+    op_release_entry *entries; /* malloc'd, grows (a body may finish many tasks of other queues) */
+    uint32_t count;
+    uint32_t capacity;
+    uint32_t uncounted; /* entries of op_tls_drain.queue not yet counted */
+    bool flushing;      /* op_release_flush runs on this thread (its releases are user code) */
+} op_release_buffer;
+
+static _Thread_local op_release_buffer op_tls_releases;
+
+/* Grows the buffer for one more entry; false when out of memory. */
+static bool op_release_reserve(op_release_buffer *buffer) {
+    if (buffer->count < buffer->capacity) return true;
+    uint32_t capacity = buffer->capacity ? buffer->capacity * 2 : OP_RELEASE_BATCH;
+    op_release_entry *grown = realloc(buffer->entries, (size_t)capacity * sizeof *grown);
+    if (!grown) return false;
+    buffer->entries = grown;
+    buffer->capacity = capacity;
+    return true;
+}
+
+/* Releases one context where no buffer can take it (out of memory), after the fence. */
+static void op_release_now(op_queue_t *queue, void *context) {
+    pthread_mutex_lock(&queue->registry_lock);
+    pthread_mutex_unlock(&queue->registry_lock);
+    bool was = op_tls_releases.flushing;
+    op_tls_releases.flushing = true;
+    queue->release_context(context);
+    op_tls_releases.flushing = was;
+}
+
+void op_release_finished(op_queue_t *queue, op_task_t *task) {
+    if (!queue->release_context) return;
+    op_release_buffer *buffer = &op_tls_releases;
+    void *context = op_task_user_context(task);
+    bool held = op_tls_drain.queue == queue;
+    if (!held) {
+        /* relaxed: we hold a unit of the queue (the task's, given back after this). */
+        op_queue_retain(queue);
+        /* seq_cst: before the task's busy unit is given back (seq_cst), so a waiter that sees the
+         * queue idle sees this count. */
+        atomic_fetch_add_explicit(&queue->releasing, 1, memory_order_seq_cst);
+    }
+    if (OP_UNLIKELY(!op_release_reserve(buffer))) {
+        if (held) {
+            /* Our slot keeps the queue alive, but the release may wait for it: count it as
+             * anyone else's and release it at once, outside this drain's order (rare). */
+            op_queue_retain(queue);
+            atomic_fetch_add_explicit(&queue->releasing, 1, memory_order_seq_cst);
+        }
+        op_release_now(queue, context);
+        atomic_fetch_sub_explicit(&queue->releasing, 1, memory_order_release);
+        op_queue_release(queue);
+        return;
+    }
+    buffer->entries[buffer->count++] = (op_release_entry){queue, context, !held};
+    if (held) buffer->uncounted++;
+}
+
+void op_release_adopt(op_queue_t *queue) {
+    op_release_buffer *buffer = &op_tls_releases;
+    uint32_t uncounted = buffer->uncounted;
+    if (uncounted == 0) return;
+    buffer->uncounted = 0;
+    for (uint32_t i = 0; i < buffer->count; i++) {
+        if (!buffer->entries[i].counted && buffer->entries[i].queue == queue) {
+            buffer->entries[i].counted = true;
+        }
+    }
+    /* relaxed: the caller still holds the queue (its slot's unit). */
+    atomic_fetch_add_explicit(&queue->refs, uncounted, memory_order_relaxed);
+    /* seq_cst: before the drainer's units are given back (see op_release_finished). */
+    atomic_fetch_add_explicit(&queue->releasing, uncounted, memory_order_seq_cst);
+}
+
+bool op_release_batch_full(void) {
+    uint32_t batch = op_tls_release_batch;
+    if (OP_UNLIKELY(batch == 0)) {
+        int cpus = op_topology_get()->cpu_count;
+        batch = (uint32_t)(cpus > 0 ? OP_RELEASE_BATCH_TOTAL / cpus : OP_RELEASE_BATCH_TOTAL);
+        if (batch < OP_RELEASE_BATCH_MIN) batch = OP_RELEASE_BATCH_MIN;
+        op_tls_release_batch = batch;
+    }
+    return op_tls_releases.count >= batch;
+}
+
+bool op_release_pending_here(void) { return op_tls_releases.count != 0; }
+
+bool op_release_in_progress_here(void) { return op_tls_releases.flushing; }
+
+void op_release_flush(void) {
+    op_release_buffer *buffer = &op_tls_releases;
+    /* Every entry must be counted (op_release_adopt): the caller holds no unit of their queues. */
+    if (buffer->flushing || buffer->count == 0 || buffer->uncounted != 0) return;
+    buffer->flushing = true;
+    while (buffer->count != 0) {
+        /* Take the batch: releases may finish more tasks (a deinit that completes an
+         * operation), which go into the buffer and are taken by the next round. */
+        op_release_entry *entries = buffer->entries;
+        uint32_t count = buffer->count;
+        buffer->entries = NULL;
+        buffer->count = 0;
+        buffer->capacity = 0;
+        /* The fence with listings, once per queue of the batch (entries of one queue are mostly
+         * adjacent: a drain's). */
+        op_queue_t *fenced = NULL;
+        for (uint32_t i = 0; i < count; i++) {
+            op_queue_t *queue = entries[i].queue;
+            if (queue == fenced) continue;
+            OP_RACE_WINDOW("release: before the fence with listings");
+            pthread_mutex_lock(&queue->registry_lock);
+            pthread_mutex_unlock(&queue->registry_lock);
+            fenced = queue;
+        }
+        for (uint32_t i = 0; i < count; i++) {
+            OP_RACE_WINDOW("release: before releasing a finished context");
+            entries[i].queue->release_context(entries[i].context);
+        }
+        /* Settle per run of one queue: one subtraction and one reference drop each. */
+        for (uint32_t i = 0; i < count;) {
+            op_queue_t *queue = entries[i].queue;
+            uint32_t run = 0;
+            while (i < count && entries[i].queue == queue) {
+                run++;
+                i++;
+            }
+            /* release: a waiter that sees the count drop sees the contexts released. */
+            atomic_fetch_sub_explicit(&queue->releasing, run, memory_order_release);
+            op_queue_release_many(queue, run); /* may free the queue */
+        }
+        if (buffer->entries == NULL) {
+            /* Keep the allocation for the next batch. */
+            buffer->entries = entries;
+            buffer->capacity = count > OP_RELEASE_BATCH ? count : OP_RELEASE_BATCH;
+        } else {
+            free(entries);
+        }
+    }
+    buffer->flushing = false;
+}
+
+void op_release_flush_if_safe(void) {
+    if (op_tls_queue != NULL || op_tls_drain.queue != NULL) return;
+    op_release_flush();
+}
+
+int op_release_wait(op_queue_t *queue, int64_t deadline) {
+    /* Not from inside a release: see the file comment. */
+    if (op_tls_releases.flushing) return 0;
+    int64_t start = op_now_ns();
+    long pause_ns = 1000;
+    /* acquire: the releases are visible once the count dropped. */
+    while (atomic_load_explicit(&queue->releasing, memory_order_acquire) != 0) {
+        int64_t now = op_now_ns();
+        if (deadline >= 0 && now >= deadline) return ETIMEDOUT;
+        if (now - start < OP_WAIT_SPIN_NS) {
+            op_spin_pause(now - start);
+            continue;
+        }
+        /* Releases run user code and may take long: sleep, doubling up to 1 ms, rather than
+         * keep a CPU (a child forked while contexts were in another thread's buffer waits here
+         * until its timeout: they are never released there). */
+        if (deadline >= 0 && now + pause_ns > deadline) pause_ns = (long)(deadline - now);
+        struct timespec pause = {.tv_sec = 0, .tv_nsec = pause_ns};
+        nanosleep(&pause, NULL);
+        if (pause_ns < 1000000) pause_ns *= 2;
+    }
+    return 0;
+}
