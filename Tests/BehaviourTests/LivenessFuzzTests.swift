@@ -9,7 +9,8 @@
 // - LIVENESS_FUZZ_SECONDS: the time of the whole fuzz run, split between the two runtimes
 //   (default 20, so 10 s each).
 // - LIVENESS_FUZZ_RUN_SEED: the seed of the run (the program seeds are drawn from it); printed.
-// - LIVENESS_FUZZ_SEED: replays one program (its seed is printed with every program).
+// - LIVENESS_FUZZ_SEED: replays one program (its seed is printed with every program);
+//   LIVENESS_FUZZ_GRAMMAR=1 with it replays a seed of the grammar before issue 33.
 // - LIVENESS_FUZZ_KNOWN_HANGS=1: also runs the regression seeds marked as known hangs of
 //   Operations (they leave blocked or spinning threads behind, so they are off by default there).
 //
@@ -38,8 +39,9 @@ enum LivenessFuzz {
     static let programDeadline: Double = onFoundation ? 30 : 10
 
     /// Runs the program of `seed` on a thread of its own, bounded by `programDeadline`.
-    static func run(seed: UInt64, deadline: Double = programDeadline) -> (LivenessProgram, LivenessOutcome) {
-        let program = LivenessProgram(seed: seed)
+    static func run(seed: UInt64, grammar: Int = LivenessProgram.currentGrammar) -> (LivenessProgram, LivenessOutcome) {
+        let program = LivenessProgram(seed: seed, grammar: grammar)
+        let deadline = program.shape?.deadline ?? programDeadline
         let run = LivenessRun(program)
         // Foundation on Linux keeps unretained pointers into finished programs (it crashed
         // reading freed dependents): there every run stays alive. Here only a run that hung does
@@ -64,7 +66,7 @@ enum LivenessFuzz {
         // The core's own view: each queue's slots and marks, the monitor, every worker.
         let runtime = Locked("")
         onNewThread {
-            let text = run.queues.map(\.diagnosticReport).joined(separator: "\n") + "\n"
+            let text = run.allQueues.map(\.diagnosticReport).joined(separator: "\n") + "\n"
                 + OperationsRuntime.diagnosticReport()
             runtime.withLock { $0 = text }
         }.wait(seconds: 2)
@@ -77,25 +79,28 @@ enum LivenessFuzz {
 
     /// Runs `seed` and records an issue when it hangs or misbehaves; returns false then.
     @discardableResult
-    static func check(seed: UInt64, label: String, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
-        let (program, outcome) = run(seed: seed)
-        let summary = "\(program.queues.count) queues, \(program.ops.count) ops, \(program.blockers) blocked bodies"
+    static func check(seed: UInt64, grammar: Int = LivenessProgram.currentGrammar, label: String,
+                      sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+        let (program, outcome) = run(seed: seed, grammar: grammar)
+        let replay = "LIVENESS_FUZZ_SEED=\(seed)" + (grammar == LivenessProgram.currentGrammar ? "" : " LIVENESS_FUZZ_GRAMMAR=\(grammar)")
+        let summary = program.shape.map { "\($0)" }
+            ?? "\(program.queues.count) queues, \(program.ops.count) ops, \(program.blockers) blocked bodies, \(program.bridgeOps.count) bridged"
         switch outcome {
         case .completed(let problems, let seconds):
             defer { fflush(nil) }
             print("[liveness fuzz \(runtimeUnderTest)] \(label) seed \(seed): \(summary): completed in \(String(format: "%.3f", seconds)) s\(problems.isEmpty ? "" : ", \(problems.count) problems")")
             if problems.isEmpty { return true }
             Issue.record("""
-                \(runtimeUnderTest): liveness program seed \(seed) (replay with LIVENESS_FUZZ_SEED=\(seed)) completed but misbehaved: \
+                \(runtimeUnderTest): liveness program seed \(seed) (replay with \(replay)) completed but misbehaved: \
                 \(problems.joined(separator: "; "))
                 patterns: \(program.features.joined(separator: ", "))
                 \(program)
                 """, sourceLocation: sourceLocation)
             return false
         case .hung(let report):
-            print("[liveness fuzz \(runtimeUnderTest)] \(label) seed \(seed): \(summary): HUNG (> \(programDeadline) s)")
+            print("[liveness fuzz \(runtimeUnderTest)] \(label) seed \(seed): \(summary): HUNG (> \(program.shape?.deadline ?? programDeadline) s)")
             Issue.record("""
-                \(runtimeUnderTest): liveness program seed \(seed) (replay with LIVENESS_FUZZ_SEED=\(seed)) did not complete within \(programDeadline) s
+                \(runtimeUnderTest): liveness program seed \(seed) (replay with \(replay)) did not complete within \(program.shape?.deadline ?? programDeadline) s
                 patterns: \(program.features.joined(separator: ", "))
                 \(program)
                 \(report)
@@ -113,6 +118,9 @@ struct LivenessRegressionSeed: CustomTestStringConvertible, Sendable {
     /// Set while Operations is known to hang on it (it leaves threads behind, so it only runs
     /// there with LIVENESS_FUZZ_KNOWN_HANGS=1); clear it once fixed.
     let knownHangOnOperations: Bool
+    /// The generator's grammar it was found with (LivenessProgram.grammar): 1 for the seeds
+    /// found before issue 33.
+    var grammar: Int = 1
     var testDescription: String { "seed \(seed) (\(pattern))" }
 }
 
@@ -170,8 +178,9 @@ enum LivenessSeeds {
     @Test("liveness fuzz: random programs complete as on Foundation")
     func randomProgramsCompleteAsOnFoundation() {
         if let text = LivenessFuzz.environment("LIVENESS_FUZZ_SEED"), let seed = UInt64(text) {
-            print("[liveness fuzz \(runtimeUnderTest)] replaying\n\(LivenessProgram(seed: seed))")
-            LivenessFuzz.check(seed: seed, label: "replay")
+            let grammar = LivenessFuzz.environment("LIVENESS_FUZZ_GRAMMAR").flatMap(Int.init) ?? LivenessProgram.currentGrammar
+            print("[liveness fuzz \(runtimeUnderTest)] replaying\n\(LivenessProgram(seed: seed, grammar: grammar))")
+            LivenessFuzz.check(seed: seed, grammar: grammar, label: "replay")
             return
         }
         // Foundation on Linux crashes now and then in its own scheduler under these programs
@@ -211,6 +220,6 @@ enum LivenessSeeds {
             print("[liveness fuzz \(runtimeUnderTest)] seed \(seed.seed) skipped: a known hang of Operations (\(seed.pattern)); LIVENESS_FUZZ_KNOWN_HANGS=1 runs it")
             return
         }
-        LivenessFuzz.check(seed: seed.seed, label: "regression")
+        LivenessFuzz.check(seed: seed.seed, grammar: seed.grammar, label: "regression")
     }
 }

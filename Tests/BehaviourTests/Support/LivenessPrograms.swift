@@ -107,14 +107,64 @@ struct LivenessProgram: CustomStringConvertible {
         }
     }
 
+    /// What a completion block does after it counted and signalled (grammar 2): what
+    /// Foundation lets a completion block do, which the runtime must let it do too (issue 33,
+    /// item 1: such blocks ran inside the body, before the finish, and hung or trapped).
+    enum CompletionAction: CustomStringConvertible {
+        case none
+        /// `waitUntilFinished()` on its own operation.
+        case waitOwn
+        /// `waitUntilFinished()` on an earlier operation.
+        case waitEarlier(Int)
+        /// `waitUntilAllOperationsAreFinished()` on its own queue.
+        case waitQueue
+        /// Takes the program's lock, which a `waitHoldingLock` step holds while it waits for an
+        /// operation.
+        case lock
+        /// Adds a plain operation to its own queue.
+        case addToQueue
+        /// `cancelAllOperations()` on its own queue.
+        case cancelQueue
+
+        var description: String {
+            switch self {
+            case .none: return "-"
+            case .waitOwn: return "waits for itself"
+            case .waitEarlier(let on): return "waits for #\(on)"
+            case .waitQueue: return "waits for its queue"
+            case .lock: return "takes the lock"
+            case .addToQueue: return "adds to its queue"
+            case .cancelQueue: return "cancels its queue"
+            }
+        }
+
+        /// Whether the block may block for a while (counted against the blocked bodies).
+        var blocks: Bool {
+            switch self {
+            case .waitEarlier, .waitQueue, .lock: return true
+            default: return false
+            }
+        }
+    }
+
     struct Op {
         var queue: Int
         var kind: Kind = .plain
         var dependencies: [Int] = []
         var completion = false
+        var completionAction: CompletionAction = .none
         var signals: [Int] = []  // waiters it releases
         var priority: Operation.QueuePriority?
         var qos: QualityOfService?
+        var threadPriority: Double?
+    }
+
+    /// A Foundation operation added to the Foundation queue of a queue (grammar 2): ours is
+    /// `queue.foundationQueue`, Foundation's a serial Foundation queue of its own.
+    struct BridgeOp {
+        /// The bridge operations it depends on (any order: added before or after it).
+        var dependencies: [Int] = []
+        var completion = false
     }
 
     enum Step: CustomStringConvertible {
@@ -128,6 +178,12 @@ struct LivenessProgram: CustomStringConvertible {
         case setQoS(queue: Int, QualityOfService)
         case barrier(queue: Int)
         case pause(micros: Int)
+        /// A helper thread takes the program's lock and waits for the operation, holding it.
+        case waitHoldingLock(op: Int)
+        /// `addDependency` after the receiver was made and perhaps added (any order, DAG kept).
+        case addDependency(op: Int, on: Int)
+        /// Adds bridge operation `op` to the bridge.
+        case bridgeAdd(Int)
 
         var description: String {
             switch self {
@@ -141,20 +197,34 @@ struct LivenessProgram: CustomStringConvertible {
             case .setQoS(let queue, let q): return "q\(queue) qos \(q.rawValue)"
             case .barrier(let queue): return "barrier q\(queue)"
             case .pause(let micros): return "pause \(micros) µs"
+            case .waitHoldingLock(let op): return "wait for #\(op) holding the lock"
+            case .addDependency(let op, let on): return "#\(op) depends on #\(on)"
+            case .bridgeAdd(let op): return "bridge add b\(op)"
             }
         }
     }
 
     let seed: UInt64
+    /// 1: the generator the regression seeds were found with (kept as it was, so each replays
+    /// its program); 2: with the grammar of issue 33 (completion-block actions, late
+    /// dependencies, thread priorities, the Foundation-queue bridge, and the shapes of
+    /// LivenessShapes.swift).
+    let grammar: Int
+    /// A program of another shape than the mixed one (grammar 2): a long graph, promotions in
+    /// the thousands, a stream whose payloads are counted.
+    var shape: LivenessShape?
     var queues: [Width] = []
     var ops: [Op] = []
     var steps: [Step] = []
+    /// The queue whose Foundation queue the bridge operations go to, and them.
+    var bridgeQueue: Int?
+    var bridgeOps: [BridgeOp] = []
 
     var blockers: Int {
         ops.filter {
             switch $0.kind {
             case .invisibleWait, .visibleWait, .deinitWait: return true
-            default: return false
+            default: return $0.completionAction.blocks
             }
         }.count
     }
@@ -180,19 +250,41 @@ struct LivenessProgram: CustomStringConvertible {
         }
         if steps.contains(where: { if case .barrier = $0 { return true }; return false }) { result.insert("barrier") }
         if steps.contains(where: { if case .suspend = $0 { return true }; return false }) { result.insert("suspend") }
+        for op in ops {
+            switch op.completionAction {
+            case .none: break
+            case .waitOwn, .waitEarlier, .waitQueue: result.insert("completion block waits")
+            case .lock: result.insert("completion block takes a lock")
+            case .addToQueue: result.insert("completion block adds to its queue")
+            case .cancelQueue: result.insert("completion block cancels its queue")
+            }
+            if op.threadPriority != nil { result.insert("thread priority") }
+        }
+        if steps.contains(where: { if case .waitHoldingLock = $0 { return true }; return false }) { result.insert("wait holding a lock") }
+        if steps.contains(where: { if case .addDependency = $0 { return true }; return false }) { result.insert("late dependency") }
+        if !bridgeOps.isEmpty { result.insert("Foundation-queue bridge") }
+        if let shape { result.insert(shape.feature) }
         return result.sorted()
     }
 
     var description: String {
-        var lines = ["program seed \(seed): queues " + queues.enumerated().map { "q\($0.offset) \($0.element)" }.joined(separator: ", ")]
+        if let shape { return "program seed \(seed) (grammar \(grammar)): \(shape)" }
+        var lines = ["program seed \(seed) (grammar \(grammar)): queues " + queues.enumerated().map { "q\($0.offset) \($0.element)" }.joined(separator: ", ")]
         for (index, op) in ops.enumerated() {
             var line = "  #\(index) q\(op.queue) \(op.kind)"
             if !op.dependencies.isEmpty { line += " deps \(op.dependencies.map { "#\($0)" }.joined(separator: ","))" }
             if !op.signals.isEmpty { line += " signals \(op.signals.map { "#\($0)" }.joined(separator: ","))" }
             if op.completion { line += " +completion" }
+            if case .none = op.completionAction {} else { line += " (\(op.completionAction))" }
             if let priority = op.priority { line += " priority \(priority.rawValue)" }
             if let qos = op.qos { line += " qos \(qos.rawValue)" }
+            if let threadPriority = op.threadPriority { line += " threadPriority \(threadPriority)" }
             lines.append(line)
+        }
+        if let bridgeQueue {
+            lines.append("  bridge of q\(bridgeQueue): " + bridgeOps.enumerated().map { index, op in
+                "b\(index)" + (op.dependencies.isEmpty ? "" : " deps " + op.dependencies.map { "b\($0)" }.joined(separator: ",")) + (op.completion ? " +completion" : "")
+            }.joined(separator: "; "))
         }
         lines.append("  steps: " + steps.map(\.description).joined(separator: "; "))
         return lines.joined(separator: "\n")
@@ -200,8 +292,19 @@ struct LivenessProgram: CustomStringConvertible {
 
     static let maxBlockers = 4
 
-    init(seed: UInt64) {
+    /// The grammar random programs are made with.
+    static let currentGrammar = 2
+
+    init(seed: UInt64, grammar: Int = LivenessProgram.currentGrammar) {
         self.seed = seed
+        self.grammar = grammar
+        if grammar >= 2 {
+            // The shape comes from a stream of its own: a mixed program of grammar 2 is its
+            // grammar-1 program with the new features on top.
+            var shapes = LivenessRandom(seed: seed ^ 0x5EED_5EED_5EED_5EED)
+            shape = LivenessShape.choose(&shapes)
+            if shape != nil { return }
+        }
         var random = LivenessRandom(seed: seed)
         let queueCount = random.int(1...3)
         for _ in 0..<queueCount {
@@ -336,6 +439,113 @@ struct LivenessProgram: CustomStringConvertible {
         for queue in 0..<queueCount where suspended[queue] || random.chance(0.2) {
             if random.chance(0.5) { steps.append(.pause(micros: random.int(0...2000))) }
             steps.append(.resume(queue: queue))
+        }
+        if grammar >= 2 { addGrammarTwo(&random, isSignaller: isSignaller, blockerCount: blockerCount) }
+    }
+
+    /// Grammar 2's features on top of the grammar-1 program (drawn after all of its draws, so
+    /// the program underneath is the same).
+    private mutating func addGrammarTwo(_ random: inout LivenessRandom, isSignaller: [Bool], blockerCount: Int) {
+        var blockerCount = blockerCount
+        let opCount = ops.count
+        let isPlaceholder = ops.map { if case .deinitWait = $0.kind { return true }; return false }
+        // Completion-block actions and thread priorities.
+        for index in 0..<opCount where ops[index].completion && !isPlaceholder[index] && random.chance(0.4) {
+            var action: CompletionAction
+            switch random.int(0...6) {
+            case 0: action = .waitOwn
+            case 1: action = index > 0 ? .waitEarlier(random.int(0...(index - 1))) : .waitOwn
+            case 2: action = .waitQueue
+            case 3, 4: action = .lock
+            case 5: action = .addToQueue
+            default: action = .cancelQueue
+            }
+            if case .waitEarlier(let on) = action, isPlaceholder[on] { action = .waitOwn }
+            if action.blocks {
+                if blockerCount >= LivenessProgram.maxBlockers { continue }
+                blockerCount += 1
+            }
+            ops[index].completionAction = action
+        }
+        for index in 0..<opCount where !isPlaceholder[index] && random.chance(0.1) {
+            ops[index].threadPriority = random.pick([0.0, 0.25, 0.75, 1.0])
+        }
+        // Late dependencies, added by steps after the receiver was made (perhaps after it was
+        // added to its queue, perhaps on an operation added later): a DAG is kept, and no
+        // signaller gets one (its waiters hold slots until it ran).
+        // What each operation's finish waits for: its dependencies and what its body waits for
+        // (a late dependency must not close a cycle through a wait either).
+        var barrierFences: [[Set<Int>]] = Array(repeating: [], count: queues.count)
+        var dependsOn: [Set<Int>] = ops.map { op in
+            var waits = Set(op.dependencies)
+            switch op.kind {
+            case .visibleWait(let on), .invisibleWait(let on, _): waits.insert(on)
+            default: break
+            }
+            return waits
+        }
+        // A barrier makes what is added to its queue after it wait for everything added before it
+        // (seed 14358773905471802739: #4, before a barrier, was made to depend on #11, after it).
+        var addedBefore: [[Int]] = Array(repeating: [], count: queues.count)  // per queue, in add order
+        for step in steps {
+            switch step {
+            case .add(let op):
+                if !isPlaceholder[op] {
+                    for barrierWaitsFor in barrierFences[ops[op].queue] { dependsOn[op].formUnion(barrierWaitsFor) }
+                }
+                addedBefore[ops[op].queue].append(op)
+            case .barrier(let queue):
+                barrierFences[queue].append(Set(addedBefore[queue]))
+            default: break
+            }
+        }
+        func reaches(_ from: Int, _ target: Int) -> Bool {
+            var stack = [from], seen: Set<Int> = [from]
+            while let next = stack.popLast() {
+                if next == target { return true }
+                for dependency in dependsOn[next] where seen.insert(dependency).inserted { stack.append(dependency) }
+            }
+            return false
+        }
+        var withLate: [Step] = []
+        for step in steps {
+            withLate.append(step)
+            guard random.chance(0.08) else { continue }
+            let receiver = random.int(0...(opCount - 1))
+            let target = random.int(0...(opCount - 1))
+            if receiver == target || isSignaller[receiver] || isPlaceholder[receiver] || isPlaceholder[target] { continue }
+            if dependsOn[receiver].contains(target) || reaches(target, receiver) { continue }
+            dependsOn[receiver].insert(target)
+            withLate.append(.addDependency(op: receiver, on: target))
+        }
+        steps = withLate
+        // Waits that hold the program's lock (against completion blocks that take it).
+        let lockTakers = (0..<opCount).filter { if case .lock = ops[$0].completionAction { return true }; return false }
+        if !lockTakers.isEmpty {
+            for _ in 0..<random.int(1...2) {
+                let target = random.chance(0.7) ? random.pick(lockTakers) : random.int(0...(opCount - 1))
+                if isPlaceholder[target] { continue }
+                steps.insert(.waitHoldingLock(op: target), at: random.int(0...steps.count))
+            }
+        }
+        // The bridge: Foundation operations with dependencies among them, added in any order
+        // (a dependent often before its dependency) to the Foundation queue of one queue.
+        if random.chance(0.3) {
+            let bridged = random.int(0...(queues.count - 1))
+            bridgeQueue = bridged
+            let count = random.int(2...8)
+            bridgeOps = (0..<count).map { _ in BridgeOp() }
+            // Edges from a higher to a lower index of a hidden order: a DAG; the adds follow a
+            // random permutation.
+            for index in 1..<count where random.chance(0.6) {
+                let dependency = random.int(0...(index - 1))
+                bridgeOps[index].dependencies.append(dependency)
+            }
+            for index in 0..<count where random.chance(0.5) { bridgeOps[index].completion = true }
+            var order = Array(0..<count)
+            for i in stride(from: count - 1, to: 0, by: -1) { order.swapAt(i, random.int(0...i)) }
+            for op in order { steps.insert(.bridgeAdd(op), at: random.int(0...steps.count)) }
+            if random.chance(0.3) { steps.insert(.cancelAll(queue: bridged), at: random.int(0...steps.count)) }
         }
     }
 
@@ -526,6 +736,24 @@ final class LivenessRun: @unchecked Sendable {
     private(set) var mustNotRun: Set<Int> = []
     /// Set by the interpreter thread, read after it finished (or by the timeout report).
     let progress = Locked("not started")
+    /// The program's lock (grammar 2): `waitHoldingLock` steps hold it while they wait,
+    /// completion blocks with the `lock` action take it.
+    let sharedLock = Lock()
+    /// The helper threads of `waitHoldingLock` steps.
+    private var lockHolders: [Latch] = []
+    /// Operations that completion blocks added to their queues (`addToQueue`), with their runs.
+    let extras = Locked<[(operation: Operation, runs: Counter)]>([])
+    /// The Foundation queue of `program.bridgeQueue` (ours) or a serial Foundation queue
+    /// (Foundation's), and the bridge operations with their runs and completions.
+    private(set) var bridge: Foundation.OperationQueue?
+    private(set) var bridgeOperations: [Foundation.Operation] = []
+    let bridgeRuns: [Counter]
+    let bridgeCompletions: [Counter]
+    /// The run of a program of another shape (LivenessShapes.swift); nil for a mixed program.
+    let shapeRun: LivenessShapeRun?
+
+    /// Every queue of the run, for a report.
+    var allQueues: [OperationQueue] { queues + (shapeRun?.queues.withLock { $0 } ?? []) }
 
     init(_ program: LivenessProgram) {
         self.program = program
@@ -542,9 +770,24 @@ final class LivenessRun: @unchecked Sendable {
         self.wakeups = wakeups
         bodyRuns = program.ops.map { _ in Counter() }
         completionRuns = program.ops.map { _ in Counter() }
+        bridgeRuns = program.bridgeOps.map { _ in Counter() }
+        bridgeCompletions = program.bridgeOps.map { _ in Counter() }
+        let progress = self.progress
+        shapeRun = program.shape.map { LivenessShapeRun($0, progress: progress) }
+        if let bridged = program.bridgeQueue {
+            #if BEHAVIOUR_ON_FOUNDATION
+            let serial = OperationQueue()
+            serial.maxConcurrentOperationCount = 1
+            serial.name = "liveness bridge of q\(bridged)"
+            bridge = serial
+            #else
+            bridge = queues[bridged].foundationQueue
+            #endif
+        }
     }
 
     var expectedCompletions: Int { program.ops.filter(\.completion).count }
+    var expectedBridgeCompletions: Int { program.bridgeOps.filter(\.completion).count }
     var expectedDeinits: Int { program.ops.filter { if case .deinitWait = $0.kind { return true }; return false }.count }
 
     private func makeOperations() {
@@ -588,18 +831,71 @@ final class LivenessRun: @unchecked Sendable {
             if spec.completion {
                 let count = completionRuns[index]
                 let completions = self.completions
+                let action = completionAction(spec.completionAction, of: operation, on: queues[spec.queue], earlier: made)
                 operation.completionBlock = {
                     count.increment()
                     for wakeup in releases { wakeup.signal() }
+                    action()
                     completions.arrive()
                 }
             }
             if let priority = spec.priority { operation.queuePriority = priority }
             if let qos = spec.qos { operation.qualityOfService = qos }
+            #if !BEHAVIOUR_ON_FOUNDATION
+            // Foundation on Linux has no threadPriority: there the programs run without it.
+            if let threadPriority = spec.threadPriority { operation.threadPriority = threadPriority }
+            #endif
             for dependency in spec.dependencies { operation.addDependency(made[dependency]) }
             made.append(operation)
         }
         operations = made
+        bridgeOperations = program.bridgeOps.indices.map { index in
+            let runs = bridgeRuns[index]
+            let operation = Foundation.BlockOperation { runs.increment() }
+            operation.name = "b\(index)"
+            if program.bridgeOps[index].completion {
+                let count = bridgeCompletions[index]
+                let completions = self.completions
+                operation.completionBlock = {
+                    count.increment()
+                    completions.arrive()
+                }
+            }
+            return operation
+        }
+        for (index, op) in program.bridgeOps.enumerated() {
+            for dependency in op.dependencies { bridgeOperations[index].addDependency(bridgeOperations[dependency]) }
+        }
+    }
+
+    /// What a completion block does after it counted and signalled (grammar 2).
+    private func completionAction(_ action: LivenessProgram.CompletionAction, of operation: Operation,
+                                  on queue: OperationQueue, earlier: [Operation]) -> @Sendable () -> Void {
+        // Weak: the block is the operation's own property until it runs.
+        final class Weak: @unchecked Sendable { weak var operation: Operation? }
+        let own = Weak()
+        own.operation = operation
+        switch action {
+        case .none: return {}
+        case .waitOwn: return { own.operation?.waitUntilFinished() }
+        case .waitEarlier(let on):
+            let target = earlier[on]
+            return { target.waitUntilFinished() }
+        case .waitQueue: return { queue.waitUntilAllOperationsAreFinished() }
+        case .lock:
+            let lock = sharedLock
+            return { lock.withLock {} }
+        case .addToQueue:
+            let extras = self.extras
+            return {
+                let runs = Counter()
+                let added = BlockOperation { runs.increment() }
+                added.name = "added by the completion block of \(own.operation?.name ?? "?")"
+                extras.withLock { $0.append((added, runs)) }
+                queue.addOperation(added)
+            }
+        case .cancelQueue: return { queue.cancelAllOperations() }
+        }
     }
 
     /// A closure that alone holds a `LivenessDeinitWaiter` of `queue`.
@@ -611,6 +907,11 @@ final class LivenessRun: @unchecked Sendable {
     /// Runs the steps, resumes every queue and waits for everything; returns when the program
     /// completed (the caller bounds it).
     func run() {
+        if let shapeRun {
+            shapeRun.run()
+            progress.withLock { $0 = "done" }
+            return
+        }
         makeOperations()
         var suspended = Array(repeating: false, count: queues.count)
         var added = Set<Int>()
@@ -655,6 +956,16 @@ final class LivenessRun: @unchecked Sendable {
                 queues[queue].addBarrierBlock {}
             case .pause(let micros):
                 usleep(UInt32(micros))  // varies the moments of the next steps; no synchronisation
+            case .waitHoldingLock(let index):
+                let target = operations[index]
+                let lock = sharedLock
+                lockHolders.append(onNewThread {
+                    lock.withLock { target.waitUntilFinished() }
+                })
+            case .addDependency(let index, let on):
+                operations[index].addDependency(operations[on])
+            case .bridgeAdd(let index):
+                bridge?.addOperation(bridgeOperations[index])
             }
         }
         for queue in queues { queue.isSuspended = false }
@@ -662,9 +973,23 @@ final class LivenessRun: @unchecked Sendable {
             progress.withLock { $0 = "waitUntilAllOperationsAreFinished of q\(index)" }
             queue.waitUntilAllOperationsAreFinished()
         }
-        progress.withLock { $0 = "waiting for \(expectedCompletions) completion blocks" }
+        if let bridge {
+            progress.withLock { $0 = "waitUntilAllOperationsAreFinished of the bridge" }
+            bridge.waitUntilAllOperationsAreFinished()
+        }
+        for (index, holder) in lockHolders.enumerated() {
+            progress.withLock { $0 = "the wait holding the lock (\(index + 1) of \(lockHolders.count))" }
+            while !holder.wait(for: 1, seconds: 1) {}
+        }
+        let expected = expectedCompletions + expectedBridgeCompletions
+        progress.withLock { $0 = "waiting for \(expected) completion blocks" }
         // Completion blocks may run after waitUntilAllOperationsAreFinished returned.
-        while !completions.wait(for: expectedCompletions, seconds: 1) {}
+        while !completions.wait(for: expected, seconds: 1) {}
+        // What completion blocks added to their queues.
+        for (index, queue) in queues.enumerated() where !extras.withLock({ $0.isEmpty }) {
+            progress.withLock { $0 = "waitUntilAllOperationsAreFinished of q\(index) for what completion blocks added" }
+            queue.waitUntilAllOperationsAreFinished()
+        }
         // Foundation on Linux at times keeps a finished closure operation (and what it captured)
         // alive past its queue's drain (seed 17801196403012089911 never freed it): there the
         // deinit waits are not waited for. Operations must free them, and the waits must return.
@@ -677,7 +1002,9 @@ final class LivenessRun: @unchecked Sendable {
 
     /// After a timeout: lets every blocked body and queue go, so its threads can leave.
     func unblockEverything() {
+        shapeRun?.unblockEverything()
         for wakeup in wakeups.values { wakeup.signal() }
+        bridge?.isSuspended = false
         for queue in queues { queue.isSuspended = false }
         for operation in operations {
             (operation as? LivenessAsyncOperation)?.finish()
@@ -686,6 +1013,11 @@ final class LivenessRun: @unchecked Sendable {
 
     /// The state of every operation, for a failure message.
     var stateReport: String {
+        if let shapeRun {
+            return shapeRun.queues.withLock { $0 }.enumerated().map {
+                "  \($0.element.name ?? "q\($0.offset)"): operationCount \($0.element.operationCount) suspended \($0.element.isSuspended)"
+            }.joined(separator: "\n")
+        }
         var lines: [String] = []
         for (index, operation) in operations.enumerated() {
             if case .deinitWait = program.ops[index].kind {
@@ -699,12 +1031,19 @@ final class LivenessRun: @unchecked Sendable {
             if operation.isReady { flags.append("ready") }
             lines.append("  #\(index) q\(program.ops[index].queue) \(program.ops[index].kind): \(flags.joined(separator: " ")) body runs \(bodyRuns[index].current) completions \(completionRuns[index].current)")
         }
+        for (index, operation) in bridgeOperations.enumerated() {
+            lines.append("  b\(index): finished \(operation.isFinished) executing \(operation.isExecuting) cancelled \(operation.isCancelled) ready \(operation.isReady) runs \(bridgeRuns[index].current) completions \(bridgeCompletions[index].current)")
+        }
+        for (operation, runs) in extras.withLock({ $0 }) {
+            lines.append("  \(operation.name ?? "?"): finished \(operation.isFinished) cancelled \(operation.isCancelled) runs \(runs.current)")
+        }
         let queueLines = queues.enumerated().map { "  q\($0.offset): operationCount \($0.element.operationCount) suspended \($0.element.isSuspended) width \($0.element.maxConcurrentOperationCount)" }
         return (queueLines + lines).joined(separator: "\n")
     }
 
     /// The oracle, once the program completed: problems found (empty when it behaved).
     func check() -> [String] {
+        if let shapeRun { return shapeRun.check() }
         var problems: [String] = []
         for (index, spec) in program.ops.enumerated() {
             let runs = bodyRuns[index].current
@@ -732,6 +1071,20 @@ final class LivenessRun: @unchecked Sendable {
                 if runs > 1 { problems.append("#\(index): body ran \(runs) times") }
                 if mustNotRun.contains(index) && runs != 0 { problems.append("#\(index): cancelled before it could start, yet its body ran") }
                 if !operation.isCancelled && runs != 1 { problems.append("#\(index): not cancelled, yet its body ran \(runs) times") }
+            }
+        }
+        for (index, operation) in bridgeOperations.enumerated() {
+            let runs = bridgeRuns[index].current
+            if !operation.isFinished { problems.append("b\(index): not finished") }
+            if runs > 1 || (!operation.isCancelled && runs != 1) { problems.append("b\(index): body ran \(runs) times (cancelled: \(operation.isCancelled))") }
+            if program.bridgeOps[index].completion && bridgeCompletions[index].current != 1 {
+                problems.append("b\(index): completion block ran \(bridgeCompletions[index].current) times")
+            }
+        }
+        for (operation, runs) in extras.withLock({ $0 }) {
+            if !operation.isFinished { problems.append("\(operation.name ?? "?"): not finished") }
+            if runs.current > 1 || (!operation.isCancelled && runs.current != 1) {
+                problems.append("\(operation.name ?? "?"): body ran \(runs.current) times (cancelled: \(operation.isCancelled))")
             }
         }
         return problems
