@@ -145,7 +145,7 @@ enum {
      * FINISHED). op_task_wait returns on it, so a waiter finds the dependents ready. */
     OP_STATE_RELEASED = 1u << 10,
     /* QoS promotion (promotion.c): the class it was raised to + 1 in bits 16-18 (0: none),
-     * COUNTED when that raise is also counted on its queue (queue->promo), PROMOTING while a
+     * COUNTED when that raise is also counted on its queue (queue->promo_counts), PROMOTING while a
      * promoter changes either (the finisher waits for it before it settles the count). */
     OP_STATE_PROMO_COUNTED = 1u << 19,
     OP_STATE_PROMOTING = 1u << 20,
@@ -288,10 +288,12 @@ struct op_queue {
     _Atomic uint32_t bands_used; /* bit per band that ever held a task in `ready`; set once */
     _Atomic bool suspended;
     _Atomic int32_t qos;
-    /* QoS promotion (promotion.c): per class, 12 bits each (class c at bits 12c…12c+11), how
-     * many promotions to that class are in force (promoted unfinished tasks, waiters of
-     * op_queue_wait). The queue runs at the highest such class when above `qos`. */
-    _Atomic uint64_t promo;
+    /* QoS promotion (promotion.c): bit c set while a promotion to class c is in force
+     * (promoted unfinished tasks, a serial queue's higher-class tasks, waiters of op_queue_wait,
+     * op_queue_promote): the summary of `promo_counts` that the hot path reads, rewritten
+     * (seq_cst) under the queue's promotion lock at every change of them. The queue runs at the
+     * highest such class when above `qos`. */
+    _Atomic uint32_t promo;
     const op_placement *_Atomic placement; /* op_queue_set_cpus; NULL: every usable CPU */
     _Atomic uint32_t refs;       /* handles + 1 while busy > 0 */
     _Atomic uint32_t idle_epoch; /* futex word for op_queue_wait */
@@ -309,6 +311,11 @@ struct op_queue {
      * first on resume. `stashed` lets the hot path skip the stash with one load. */
     op_fifo stash;
     _Atomic uint32_t stashed;
+    /* QoS promotion (promotion.c): how many promotions to each class are in force, plain 64-bit
+     * counts (each is a live promotion: an unfinished task or a waiter, so they cannot
+     * overflow), read and written only under the queue's promotion lock (op_promo_lock_of);
+     * `promo` above summarises them for the hot path. */
+    uint64_t promo_counts[OP_QOS_COUNT];
     /* registry.c, for tracking queues only. */
     bool tracking;
     op_task_fn release_context;
@@ -702,18 +709,16 @@ void op_spawner_forget_after_fork(void);
 
 /* ---- promotion.c ------------------------------------------------------------------------- */
 
-/* The class the queue's tasks run at now: its QoS, or the highest class it is promoted to.
- * relaxed loads: a drainer's look between tasks (op_pool_serves) and the pool a token goes to;
- * the promoters rehome tokens after a change, and the Dekker pair with running bodies is in
- * promotion.c. */
+/* The class the queue's tasks run at now: its QoS, or the highest class it is promoted to (the
+ * highest bit of `promo`, the summary of the queue's promotion counts). relaxed loads: a
+ * drainer's look between tasks (op_pool_serves) and the pool a token goes to; the promoters
+ * rehome tokens after a change, and the Dekker pair with running bodies is in promotion.c. */
 static inline int op_queue_run_qos(op_queue_t *queue) {
     int qos = (int)atomic_load_explicit(&queue->qos, memory_order_relaxed);
-    uint64_t promo = atomic_load_explicit(&queue->promo, memory_order_relaxed);
+    uint32_t promo = atomic_load_explicit(&queue->promo, memory_order_relaxed);
     if (OP_LIKELY(promo == 0)) return qos;
-    for (int c = OP_QOS_COUNT - 1; c > qos; c--) {
-        if ((promo >> (12 * c)) & 0xFFF) return c;
-    }
-    return qos;
+    int top = 31 - __builtin_clz(promo);
+    return top > qos ? top : qos;
 }
 /* The class a claimed task of `queue` runs at, given the state word its worker read when it
  * took it: its own QoS or its queue's run class, raised to its promotion. */
@@ -730,6 +735,11 @@ void op_promotion_submitted(op_task_t *task, op_queue_t *queue);
 /* Whether QoS promotion is on (OPERATIONS_QOS_PROMOTION, read once; then
  * op_runtime_set_qos_promotion). Gates only the raising calls. */
 bool op_promotion_enabled(void);
+/* Fork (worker_pool.c's pthread_atfork handlers): the prepare handler holds every promotion
+ * lock, so the child never inherits one held by a thread it does not have (nor counts changed
+ * without their summary); the parent and the child handlers release them. */
+void op_promotion_lock_for_fork(void);
+void op_promotion_unlock_after_fork(void);
 
 /* running_body_promotion.c: a body is about to run on this worker or spare for `task` of
  * `queue`, the thread at `nice`: promoters find it here (op_pool_promote_running). Before the

@@ -73,6 +73,7 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     atomic_init(&queue->suspended, false);
     atomic_init(&queue->qos, (int32_t)qos);
     atomic_init(&queue->promo, 0);
+    memset(queue->promo_counts, 0, sizeof queue->promo_counts);
     atomic_init(&queue->placement, NULL);
     atomic_init(&queue->refs, 1);
     atomic_init(&queue->idle_epoch, 0);

@@ -1245,15 +1245,18 @@ op_pool *op_pool_for_nice(int nice) {
 
 /* ---- fork ----------------------------------------------------------------------------------- */
 
-/* Prepare: hold the locks that pool creation takes, so the child never inherits one held by a
- * thread that is not there. (Both are only held briefly: a pool creation waits at most for its
- * workers to start.) */
+/* Prepare: hold the locks that pool creation takes, and the queues' promotion locks
+ * (promotion.c), so the child never inherits one held by a thread that is not there. (All are
+ * only held briefly: a pool creation waits at most for its workers to start, a promotion lock
+ * is held for a few instructions.) */
 static void op_pool_before_fork(void) {
     pthread_mutex_lock(&op_pools_lock);
     op_placement_lock_for_fork();
+    op_promotion_lock_for_fork(); /* leaves, held a few instructions: taken last */
 }
 
 static void op_pool_after_fork_in_parent(void) {
+    op_promotion_unlock_after_fork();
     op_placement_unlock_after_fork();
     pthread_mutex_unlock(&op_pools_lock);
 }
@@ -1279,6 +1282,7 @@ static void op_pool_after_fork_in_child(void) {
     op_tls_task = NULL;
     op_tls_queue = NULL;
     op_running_promotion_forget_after_fork();
+    op_promotion_unlock_after_fork(); /* the queues' counts stay as they were at the fork */
     pthread_mutex_unlock(&op_pools_lock);
 }
 
