@@ -233,7 +233,7 @@ struct PromotionTests {
     }
 }
 
-// ---- counts that cannot overflow (issue 33, item 5) ------------------------------------------
+// ---- counts that cannot overflow (issue 33, item 5) and jobs on a serial queue (item 8) --------
 
 /// What the bodies of a promotion-count test saw: the class each body ran at
 /// (op_current_thread_qos), per class, and a gate that holds the queue's head body.
@@ -371,5 +371,31 @@ extension PromotionTests {
         #expect(op_queue_submit(low, laterTask) == 0)
         #expect(op_task_wait(laterTask, Limits.waitNs) == 0)
         #expect(later.count(OP_QOS_BACKGROUND) == 1, "a task added afterwards ran at: \(later.summary)")
+    }
+
+    /// A job (op_queue_submit_job, as an executor or actor submits one) of userInteractive on a
+    /// serial background queue behind a held task raises the queue while it waits, as a task of
+    /// that class does: the background task between them runs at userInteractive, the job too,
+    /// and the queue is back at background once the job finished.
+    @Test func aHigherQoSJobOnASerialQueueRaisesItUntilItFinished() throws {
+        let queue = try makeQueue("promo-job-serial", qos: OP_QOS_BACKGROUND, width: 1)
+        defer { op_queue_release(queue) }
+        let tally = ClassTally(), ahead = ClassTally(), job = ClassTally()
+        let gate = try makeTask(tallyGateBody, contextPointer(tally))
+        let aheadTask = try makeTask(tallyBody, contextPointer(ahead))
+        defer { op_task_release(gate); op_task_release(aheadTask) }
+        #expect(op_queue_submit(queue, gate) == 0)
+        try #require(tally.gateStarted.wait(seconds: Limits.waitSeconds), "the held task never started")
+        #expect(op_queue_submit(queue, aheadTask) == 0)
+        #expect(op_queue_effective_qos(queue) == OP_QOS_BACKGROUND)
+        #expect(op_queue_submit_job(queue, tallyBody, contextPointer(job), qosAttr(OP_QOS_USER_INTERACTIVE)) == 0)
+        let raised = op_queue_effective_qos(queue)
+        tally.gateRelease.open()
+        #expect(raised == OP_QOS_USER_INTERACTIVE, "the waiting job left the queue at \(qosName(raised))")
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+        #expect(job.count(OP_QOS_USER_INTERACTIVE) == 1, "the job ran at: \(job.summary)")
+        #expect(ahead.count(OP_QOS_USER_INTERACTIVE) == 1, "the task ahead of the job ran at: \(ahead.summary)")
+        let effective = op_queue_effective_qos(queue)
+        #expect(effective == OP_QOS_BACKGROUND, "the job's raise was not undone: \(qosName(effective))")
     }
 }

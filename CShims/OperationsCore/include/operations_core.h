@@ -300,8 +300,8 @@ int op_task_wait(op_task_t *task, int64_t timeout_ns);
  *     its nice value (a thread may not lower another's nice), and only what has not started yet
  *     moves to the higher class's workers.
  * op_task_wait and op_queue_wait raise what they wait for to the waiting thread's class
- * (op_current_thread_qos). A task submitted to a serial queue with a higher QoS than the queue's
- * raises the queue until it finished. Dependencies are not followed (edges do not keep the
+ * (op_current_thread_qos). A task or job (op_queue_submit_job) submitted to a serial queue with
+ * a higher QoS than the queue's raises the queue until it finished. Dependencies are not followed (edges do not keep the
  * dependencies alive): bindings walk them (the Swift layer does). OPERATIONS_QOS_PROMOTION=off
  * (read once) turns promotion off, and op_runtime_set_qos_promotion switches it at run
  * time: while it is off the calls below raise nothing (op_queue_promote returns ENOTSUP), and
@@ -380,7 +380,8 @@ int op_queue_submit_f(op_queue_t *queue, op_task_fn fn, void *context);
  *  op_queue_cancel_all, not held back by barriers (for executors: Swift's TaskExecutor jobs).
  *  It counts against the width, waits while the queue is suspended, counts as unfinished for
  *  op_queue_wait, and runs at `qos` (op_qos_t, or OP_QOS_INHERIT for the queue's) in the normal
- *  band. Submitted from a job of the same queue it stays on that worker (its local run queue)
+ *  band; on a serial queue a job whose `qos` is above the queue's raises the queue until it
+ *  finished, as a task of that class does (see "QoS promotion"). Submitted from a job of the same queue it stays on that worker (its local run queue)
  *  and draws another worker only once a second one waits there: a task's next part is most
  *  often the one thing a job leaves behind (if that job then blocks where the core cannot see,
  *  the blocked-worker monitor draws a worker for it). The caller frees `context`, in fn. Returns 0,
