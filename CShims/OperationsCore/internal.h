@@ -668,6 +668,16 @@ int op_env_parse_flag(const char *value);
 /* The on/off variable `name`: `default_value` when unset, empty or unrecognised (then with
  * one line on stderr naming the variable, the value and the accepted spellings). */
 bool op_env_flag(const char *name, bool default_value);
+/* A whole number of decimal digits (blanks around forgiven) within [min, max] (min >= 0):
+ * 0 with *out set, EINVAL when `value` is NULL or not such a number (a sign, a unit, other
+ * text), ERANGE when it is outside [min, max] or beyond int64_t. */
+int op_env_parse_int(const char *value, int64_t min, int64_t max, int64_t *out);
+/* The whole-number variable `name` (`unit` names what it counts, for the message):
+ * `default_value` when unset or empty, or when op_env_parse_int refuses it (then with one line
+ * on stderr naming the variable, the value, the accepted range and the default). Read it once
+ * (under a pthread_once), so the line is printed at most once. */
+int64_t op_env_int(const char *name, int64_t default_value, int64_t min, int64_t max,
+                   const char *unit);
 
 /* ---- nice.c --------------------------------------------------------------------------------- */
 

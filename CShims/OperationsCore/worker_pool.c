@@ -776,22 +776,26 @@ int op_runtime_spare_workers(op_qos_t qos, int *peak) {
 }
 
 /* How long a placed pool's worker stays parked without work before it leaves:
- * OPERATIONS_PLACED_POOL_IDLE_MS (read once; default 10 s). */
-static int64_t op_placed_pool_idle_ns(void) {
-    static _Atomic int64_t cached = 0;
-    /* relaxed: every thread computes the same value from the same variable. */
-    int64_t ns = atomic_load_explicit(&cached, memory_order_relaxed);
-    if (OP_LIKELY(ns != 0)) return ns;
-    ns = INT64_C(10000) * 1000000;
-    const char *text = getenv("OPERATIONS_PLACED_POOL_IDLE_MS");
-    if (text && *text) {
-        char *end = NULL;
-        long long ms = strtoll(text, &end, 10);
-        if (end != text && *end == '\0' && ms > 0) ns = (int64_t)ms * 1000000;
-    }
-    atomic_store_explicit(&cached, ns, memory_order_relaxed);
-    return ns;
+ * OPERATIONS_PLACED_POOL_IDLE_MS, read once (env.c's op_env_int: a malformed or out-of-range
+ * value keeps the default, said once on stderr); default 10 s. At most INT64_MAX / 10^6 ms, so
+ * that the nanoseconds fit. */
+#define OP_PLACED_POOL_IDLE_MS_DEFAULT 10000
+static pthread_once_t op_placed_pool_idle_once = PTHREAD_ONCE_INIT;
+static int64_t op_placed_pool_idle_ms_value = OP_PLACED_POOL_IDLE_MS_DEFAULT;
+
+static void op_placed_pool_idle_read_env(void) {
+    op_placed_pool_idle_ms_value =
+        op_env_int("OPERATIONS_PLACED_POOL_IDLE_MS", OP_PLACED_POOL_IDLE_MS_DEFAULT, 1,
+                   INT64_MAX / 1000000, "milliseconds");
 }
+
+int64_t op_runtime_placed_pool_idle_ms(void) {
+    /* pthread_once orders the value's store before every return through it. */
+    pthread_once(&op_placed_pool_idle_once, op_placed_pool_idle_read_env);
+    return op_placed_pool_idle_ms_value;
+}
+
+static int64_t op_placed_pool_idle_ns(void) { return op_runtime_placed_pool_idle_ms() * 1000000; }
 
 /* A placed pool's worker found nothing to do for a whole idle period (or another one left and
  * passed the word on): it leaves if it is the highest-numbered worker with a thread, so the

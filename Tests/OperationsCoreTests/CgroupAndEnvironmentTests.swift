@@ -141,6 +141,30 @@ struct EnvironmentSwitchTests {
         #expect(!result.stderr.contains("not recognised"), "\(result)")
     }
 
+    /// OPERATIONS_PLACED_POOL_IDLE_MS takes a whole number of milliseconds (blanks around it
+    /// forgiven), up to the most whose nanoseconds fit in 64 bits, without a word on stderr.
+    @Test(arguments: [("250", 250), (" 300\n", 300), ("1", 1), ("9223372036854", 9_223_372_036_854)])
+    func placedPoolIdleTakesAWholeNumberOfMilliseconds(_ value: String, _ milliseconds: Int) async throws {
+        let result = try await runCgroupProbe(["OPERATIONS_PLACED_POOL_IDLE_MS": value])
+        #expect(result.values["placed_idle_ms"] == "\(milliseconds)", "OPERATIONS_PLACED_POOL_IDLE_MS=\(value):\n\(result)")
+        #expect(!result.stderr.contains("OPERATIONS_PLACED_POOL_IDLE_MS"), "\(result)")
+    }
+
+    /// A value that is not such a number (text, a unit, a sign, a fraction, zero, beyond the
+    /// range, beyond 64 bits) keeps the default (10 000 ms) and says so once: the variable, the
+    /// value, the accepted range and the default. It used to be ignored silently, and a large
+    /// value overflowed the nanoseconds.
+    @Test(arguments: ["abc", "10ms", "-5", "+5", "1.5", "0", "9223372036855", "99999999999999999999"])
+    func malformedPlacedPoolIdleKeepsTheDefaultAndSaysSoOnce(_ value: String) async throws {
+        let result = try await runCgroupProbe(["OPERATIONS_PLACED_POOL_IDLE_MS": value])
+        #expect(result.values["placed_idle_ms"] == "10000", "OPERATIONS_PLACED_POOL_IDLE_MS=\(value):\n\(result)")
+        #expect(occurrences(of: "OPERATIONS_PLACED_POOL_IDLE_MS=\"\(value)\" is not recognised", in: result.stderr) == 1,
+                "\(result)")
+        #expect(result.stderr.contains("a whole number of milliseconds from 1 to 9223372036854"),
+                "says what is accepted:\n\(result)")
+        #expect(result.stderr.contains("Using the default (10000)"), "\(result)")
+    }
+
     /// An unrecognised value keeps the default and says so once: the variable, the value and
     /// what is accepted.
     @Test(arguments: ["OPERATIONS_NUMA", "OPERATIONS_NICE_WARNINGS"])

@@ -77,7 +77,9 @@
  *                            (found through /proc/self/cgroup and /proc/self/mountinfo): the
  *                            directory is taken as the process's own cgroup, with cgroup v2's
  *                            cpu.max or v1's cpu.cfs_quota_us and cpu.cfs_period_us (for tests).
- *   OPERATIONS_PLACED_POOL_IDLE_MS=<ms>  how long a placed pool's idle workers stay (10000).
+ *   OPERATIONS_PLACED_POOL_IDLE_MS=<ms>  how long a placed pool's idle workers stay (10000): a
+ *                            whole number, 1 … 9223372036854; another value keeps the default,
+ *                            with one line on stderr (op_runtime_placed_pool_idle_ms tells).
  *   For tests only (fault injection, read once before the first thread starts):
  *   OPERATIONS_FAULT_THREAD_CREATE=N or N-M  the core's Nth thread creation and later ones (or
  *                            the Nth to the Mth) fail with EAGAIN, counted from 1 per process.
@@ -572,6 +574,11 @@ bool op_runtime_clamp_warning(void);
  *  asked, or a kernel that refused or ignored it, reported once on stderr); -1 before any worker
  *  of those classes started. Utility and background workers keep the default. */
 int64_t op_runtime_short_time_slice(void);
+/** How long, in milliseconds, the workers of a placed queue's pool (op_queue_set_cpus) stay
+ *  without work before they leave: OPERATIONS_PLACED_POOL_IDLE_MS (1 … 9223372036854), read
+ *  once, at the first call or the first time such a worker idles; 10000 when unset, or when the
+ *  value is not a whole number in that range (then said once on stderr). */
+int64_t op_runtime_placed_pool_idle_ms(void);
 /** Starts the workers of a class now (they otherwise start with the first task). */
 void op_runtime_start_workers(op_qos_t qos);
 /** Workers running for a class (0 before they started). */
