@@ -404,8 +404,12 @@ int op_queue_set_tracking(op_queue_t *queue, op_task_fn release_context);
  *  must not list, cancel all on, or add a barrier to the same queue. No-op without tracking. */
 void op_queue_for_each(op_queue_t *queue, void (*fn)(op_task_t *task, void *arg), void *arg);
 
-/** Cancels every unfinished tracked task, barriers included. No-op without tracking. */
-void op_queue_cancel_all(op_queue_t *queue);
+/** Cancels every unfinished tracked task, barriers included (jobs are not tracked: they run).
+ *  Returns 0, or EINVAL for NULL or a queue without tracking (op_queue_set_tracking): such a
+ *  queue keeps no list of its tasks, so nothing is cancelled; cancel its tasks one by one
+ *  (op_task_cancel) or turn tracking on before the first submit. (It returned void, doing
+ *  nothing on such a queue; a caller that ignores the result still compiles and links.) */
+int op_queue_cancel_all(op_queue_t *queue);
 
 /** Submits a barrier: `task` starts only after every task submitted to the queue before it
  *  finished, and every task submitted after it waits until it finished. Needs tracking.
