@@ -528,9 +528,14 @@ bool op_pool_serves(const op_pool *pool, op_queue_t *queue);
 
 /* ---- worker_pool.c -------------------------------------------------------------------------- */
 
+/* The default pool of class `qos`, made on first use, for work of that class: it counts as the
+ * class asked for (op_class_requested). */
 op_pool *op_pool_for(op_qos_t qos);
+/* The same pool borrowed for its nice value (hop.c's op_pool_at_nice: a thread priority whose
+ * nice a class happens to have): no class was asked for. */
+op_pool *op_pool_for_nice_of_class(op_qos_t qos);
 /* The pool of class `qos` for a placement, made on first use and stored in `slot` (the
- * placement's slot for that class). */
+ * placement's slot for that class); counts as the class asked for, as op_pool_for. */
 op_pool *op_pool_for_placement(const op_placement *placement, op_qos_t qos, op_pool *_Atomic *slot);
 /* The placement a pool serves, or NULL for a class's default pool. */
 const op_placement *op_pool_placement(const op_pool *pool);
@@ -696,10 +701,37 @@ int op_nice_clamp_task(int wanted, int class_nice);
 bool op_nice_can_hold(int nice);
 /* setpriority on the calling thread; returns 0 or errno. */
 int op_nice_set_current_thread(int nice);
+
+/* Reports that only a user of a class should see, made when that class is first asked for:
+ * bit OP_CLASS_REPORT_SHIFT(c) while the shifted table's report is due to a user of class c
+ * (nice.c: c's own value lies below the floor), OP_CLASS_REPORT_SLICE(c) while a refused short
+ * time slice's is (time_slice.c: the latency classes). Zero in a process with nothing to say. */
+extern _Atomic uint32_t op_class_reports_pending;
+#define OP_CLASS_REPORT_SHIFT(qos) (UINT32_C(1) << (qos))
+#define OP_CLASS_REPORT_SHIFT_ALL ((UINT32_C(1) << OP_QOS_COUNT) - 1)
+#define OP_CLASS_REPORT_SLICE(qos) (UINT32_C(1) << (8 + (qos)))
+#define OP_CLASS_REPORT_SLICE_ALL (OP_CLASS_REPORT_SHIFT_ALL << 8)
+/* nice.c: makes the reports due to a user of class `qos` (each once per process). */
+void op_class_report(int qos);
+/* Class `qos` is asked for: by a queue or task of that class, a promotion to it, or
+ * op_runtime_start_workers (worker_pool.c's op_pool_for and op_pool_for_placement; not a pool
+ * borrowed for its nice value). One relaxed load when nothing is due: a hint, op_class_report's
+ * read-modify-write decides. */
+static inline void op_class_requested(int qos) {
+    if (OP_UNLIKELY(atomic_load_explicit(&op_class_reports_pending, memory_order_relaxed) &
+                    (OP_CLASS_REPORT_SHIFT(qos) | OP_CLASS_REPORT_SLICE(qos)))) {
+        op_class_report(qos);
+    }
+}
+
 /* time_slice.c: asks the kernel for the short slice of a worker of the default class or above
- * (the calling thread); false when off, refused or ignored (then reported once on stderr when
- * `report`: the latency classes). */
+ * (the calling thread); false when off, refused or ignored. With `report` (the latency
+ * classes) a refusal is noted, and said once on stderr when a latency class is asked for
+ * (op_time_slice_report_refusal). */
 bool op_time_slice_shorten_current_thread(bool report);
+/* time_slice.c: class `qos` was asked for: says a noted refusal once, if it is a latency class
+ * and warnings are on (op_runtime_clamp_warning). */
+void op_time_slice_report_refusal(int qos);
 /* time_slice.c: a worker of another class (or the monitor, the spawner) gives up the short
  * slice it inherited from the thread that created it (a short-slice worker, or a body on one). */
 void op_time_slice_reset_current_thread(void);

@@ -1195,6 +1195,13 @@ static op_pool *op_pool_create(int qos, const op_placement *placement, int fixed
 
 op_pool *op_pool_for(op_qos_t qos) {
     if ((unsigned)qos >= OP_QOS_COUNT) qos = OP_QOS_DEFAULT;
+    op_pool *pool = op_pool_for_nice_of_class(qos);
+    op_class_requested((int)qos); /* after the pool: its workers noted what the kernel refused */
+    return pool;
+}
+
+op_pool *op_pool_for_nice_of_class(op_qos_t qos) {
+    if ((unsigned)qos >= OP_QOS_COUNT) qos = OP_QOS_DEFAULT;
     /* acquire: pairs with the release store below, so the pool is fully built. */
     op_pool *pool = atomic_load_explicit(&op_pools[qos], memory_order_acquire);
     if (OP_LIKELY(pool != NULL)) return pool;
@@ -1237,7 +1244,9 @@ static op_pool *op_pool_listed_in(op_pool *_Atomic *slot, int qos, const op_plac
 
 op_pool *op_pool_for_placement(const op_placement *placement, op_qos_t qos, op_pool *_Atomic *slot) {
     if ((unsigned)qos >= OP_QOS_COUNT) qos = OP_QOS_DEFAULT;
-    return op_pool_listed_in(slot, (int)qos, placement, OP_NICE_UNCHANGED);
+    op_pool *pool = op_pool_listed_in(slot, (int)qos, placement, OP_NICE_UNCHANGED);
+    op_class_requested((int)qos); /* as op_pool_for */
+    return pool;
 }
 
 op_pool *op_pool_for_nice(int nice) {

@@ -68,7 +68,8 @@
  *   OPERATIONS_QOS_PROMOTION=off  no QoS promotion (see "QoS promotion" below; switched at
  *                            run time with op_runtime_set_qos_promotion).
  *   OPERATIONS_NUMA=off      do not use libnuma; pin workers with plain pthread affinity.
- *   OPERATIONS_NICE_WARNINGS=off  do not print the one-line clamp warning on stderr.
+ *   OPERATIONS_NICE_WARNINGS=off  do not print the one-line clamp warning on stderr (see
+ *                            op_runtime_set_clamp_warning, which overrides it at run time).
  *                            Both are on/off switches, read case-insensitively: off, 0, false,
  *                            no, disable, disabled / on, 1, true, yes, enable, enabled (the
  *                            default: on). Another value keeps the default, with one line on
@@ -564,9 +565,17 @@ int op_runtime_nice_floor(void);
 bool op_runtime_negative_nice_allowed(void);
 /** The lowest nice value the process may set at any time (-20 with CAP_SYS_NICE). */
 int op_runtime_lowest_nice(void);
-/** True once a wanted nice value had to be clamped because privilege was missing. */
+/** True once a wanted nice value had to be clamped because privilege was missing (whether or
+ *  not it was said on stderr). */
 bool op_runtime_nice_clamped(void);
-/** Turns the one-line stderr report of a clamp on or off (default on). */
+/** Turns the one-line stderr report on or off (default on: OPERATIONS_NICE_WARNINGS). The line
+ *  is printed once per process, and only when something asked for is changed for lack of
+ *  privilege: a nice value clamped (a task's or queue's class, a thread priority), at the first
+ *  clamp; the shifted table (OP_NICE_TABLE_SHIFTED), once a class whose own value lies below
+ *  what the process may set is used (a process running only default-QoS work is told
+ *  nothing); a refused short time slice (op_runtime_short_time_slice), once userInitiated or
+ *  userInteractive is used. Call it before the first task to keep stderr quiet: a report that
+ *  comes due while it is off is dropped. */
 void op_runtime_set_clamp_warning(bool enabled);
 /** Whether that report is on (OPERATIONS_NICE_WARNINGS, then op_runtime_set_clamp_warning). */
 bool op_runtime_clamp_warning(void);
