@@ -59,21 +59,28 @@
  *   not return from the body. As after any fork of a multithreaded process, a lock another
  *   thread held at the fork (a queue's idle or registry lock) stays held in the child.
  *
- * ENVIRONMENT (read once, when the runtime first starts)
+ * ENVIRONMENT
+ *   Every variable the runtime reads (the core's and the Swift layer's), each read once, when
+ *   first needed. docs/DESIGN.md's "Environment" table is the reference (values, defaults, when
+ *   each is read); the DocC article "Environment variables" has the same. On/off switches take,
+ *   in any case, off, 0, false, no, disable, disabled / on, 1, true, yes, enable, enabled;
+ *   numbers take decimal digits only. Another value keeps the default, with one line on stderr
+ *   naming the variable, the value and what is accepted.
  *   OPERATIONS_QOS_NICE      per-class nice values, e.g. "userInteractive=-8,background=15".
  *                            A malformed value is rejected whole with a message on stderr naming
  *                            the bad entry; the defaults stay. Unset, and the process may not go
  *                            below the default table (no CAP_SYS_NICE): the table is shifted up
  *                            (op_runtime_nice_table_kind, OP_NICE_TABLE_SHIFTED).
  *   OPERATIONS_QOS_PROMOTION=off  no QoS promotion (see "QoS promotion" below; switched at
- *                            run time with op_runtime_set_qos_promotion).
+ *                            run time with op_runtime_set_qos_promotion). Switch, default on.
  *   OPERATIONS_NUMA=off      do not use libnuma; pin workers with plain pthread affinity.
- *   OPERATIONS_NICE_WARNINGS=off  do not print the one-line clamp warning on stderr (see
+ *                            Switch, default on.
+ *   OPERATIONS_NICE_WARNINGS=off  do not print the one-line report of a clamp, the shifted
+ *                            table or a refused time slice on stderr (see
  *                            op_runtime_set_clamp_warning, which overrides it at run time).
- *                            Both are on/off switches, read case-insensitively: off, 0, false,
- *                            no, disable, disabled / on, 1, true, yes, enable, enabled (the
- *                            default: on). Another value keeps the default, with one line on
- *                            stderr naming the variable, the value and the accepted spellings.
+ *                            Switch, default on.
+ *   OPERATIONS_SHORT_SLICE=off  the default and latency classes' workers keep the kernel's time
+ *                            slice (op_runtime_short_time_slice). Switch, default on.
  *   OPERATIONS_CGROUP_ROOT=<dir>  read the CPU limit from <dir> instead of the process's cgroup
  *                            (found through /proc/self/cgroup and /proc/self/mountinfo): the
  *                            directory is taken as the process's own cgroup, with cgroup v2's
@@ -81,12 +88,17 @@
  *   OPERATIONS_PLACED_POOL_IDLE_MS=<ms>  how long a placed pool's idle workers stay (10000): a
  *                            whole number, 1 … 9223372036854; another value keeps the default,
  *                            with one line on stderr (op_runtime_placed_pool_idle_ms tells).
- *   For tests only (fault injection, read once before the first thread starts):
+ *   OPERATIONS_FORCE_SIDE_TABLE=on  the Swift layer only: every operation takes the state-word
+ *                            form of a tagged pointer (to test it). Switch, default off.
+ *   For tests only (fault injection, read once before the first thread starts; a value they do
+ *   not take is ignored):
  *   OPERATIONS_FAULT_THREAD_CREATE=N or N-M  the core's Nth thread creation and later ones (or
  *                            the Nth to the Mth) fail with EAGAIN, counted from 1 per process.
  *   OPERATIONS_FAULT_PROC=unreadable  the monitor finds /proc/self/task/TID/stat missing.
  *   OPERATIONS_FAULT_SETPRIORITY=eperm  every setpriority of the core fails with EPERM (a
  *                            refused renice is reported once on stderr; threads keep their nice).
+ *   OPERATIONS_RACE_SEED=<n>  the seed of the race-window delays, in a build with
+ *                            -DOPERATIONS_RACE_WINDOWS only (default: the clock).
  *
  * CONTAINER CPU LIMITS
  *   A cgroup CPU quota (a container's --cpus) sizes the default queue width:
