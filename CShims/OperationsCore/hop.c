@@ -143,7 +143,7 @@ static op_pool *op_pool_at_nice(int wanted) {
     int floor = op_runtime_nice_floor();
     if (wanted < floor) wanted = op_nice_clamp_class(wanted, floor);
     for (int qos = OP_QOS_COUNT - 1; qos >= 0; qos--) {
-        if (op_nice_of_class(qos) == wanted) return op_pool_for((op_qos_t)qos);
+        if (op_nice_of_class(qos) == wanted) return op_pool_for_nice_of_class((op_qos_t)qos);
     }
     return op_pool_for_nice(wanted);
 }

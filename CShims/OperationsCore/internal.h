@@ -145,7 +145,7 @@ enum {
      * FINISHED). op_task_wait returns on it, so a waiter finds the dependents ready. */
     OP_STATE_RELEASED = 1u << 10,
     /* QoS promotion (promotion.c): the class it was raised to + 1 in bits 16-18 (0: none),
-     * COUNTED when that raise is also counted on its queue (queue->promo), PROMOTING while a
+     * COUNTED when that raise is also counted on its queue (queue->promo_counts), PROMOTING while a
      * promoter changes either (the finisher waits for it before it settles the count). */
     OP_STATE_PROMO_COUNTED = 1u << 19,
     OP_STATE_PROMOTING = 1u << 20,
@@ -288,10 +288,12 @@ struct op_queue {
     _Atomic uint32_t bands_used; /* bit per band that ever held a task in `ready`; set once */
     _Atomic bool suspended;
     _Atomic int32_t qos;
-    /* QoS promotion (promotion.c): per class, 12 bits each (class c at bits 12c…12c+11), how
-     * many promotions to that class are in force (promoted unfinished tasks, waiters of
-     * op_queue_wait). The queue runs at the highest such class when above `qos`. */
-    _Atomic uint64_t promo;
+    /* QoS promotion (promotion.c): bit c set while a promotion to class c is in force
+     * (promoted unfinished tasks, a serial queue's higher-class tasks, waiters of op_queue_wait,
+     * op_queue_promote): the summary of `promo_counts` that the hot path reads, rewritten
+     * (seq_cst) under the queue's promotion lock at every change of them. The queue runs at the
+     * highest such class when above `qos`. */
+    _Atomic uint32_t promo;
     const op_placement *_Atomic placement; /* op_queue_set_cpus; NULL: every usable CPU */
     _Atomic uint32_t refs;       /* handles + 1 while busy > 0 */
     _Atomic uint32_t idle_epoch; /* futex word for op_queue_wait */
@@ -309,6 +311,11 @@ struct op_queue {
      * first on resume. `stashed` lets the hot path skip the stash with one load. */
     op_fifo stash;
     _Atomic uint32_t stashed;
+    /* QoS promotion (promotion.c): how many promotions to each class are in force, plain 64-bit
+     * counts (each is a live promotion: an unfinished task or a waiter, so they cannot
+     * overflow), read and written only under the queue's promotion lock (op_promo_lock_of);
+     * `promo` above summarises them for the hot path. */
+    uint64_t promo_counts[OP_QOS_COUNT];
     /* registry.c, for tracking queues only. */
     bool tracking;
     op_task_fn release_context;
@@ -523,9 +530,14 @@ bool op_pool_serves(const op_pool *pool, op_queue_t *queue);
 
 /* ---- worker_pool.c -------------------------------------------------------------------------- */
 
+/* The default pool of class `qos`, made on first use, for work of that class: it counts as the
+ * class asked for (op_class_requested). */
 op_pool *op_pool_for(op_qos_t qos);
+/* The same pool borrowed for its nice value (hop.c's op_pool_at_nice: a thread priority whose
+ * nice a class happens to have): no class was asked for. */
+op_pool *op_pool_for_nice_of_class(op_qos_t qos);
 /* The pool of class `qos` for a placement, made on first use and stored in `slot` (the
- * placement's slot for that class). */
+ * placement's slot for that class); counts as the class asked for, as op_pool_for. */
 op_pool *op_pool_for_placement(const op_placement *placement, op_qos_t qos, op_pool *_Atomic *slot);
 /* The placement a pool serves, or NULL for a class's default pool. */
 const op_placement *op_pool_placement(const op_pool *pool);
@@ -663,6 +675,16 @@ int op_env_parse_flag(const char *value);
 /* The on/off variable `name`: `default_value` when unset, empty or unrecognised (then with
  * one line on stderr naming the variable, the value and the accepted spellings). */
 bool op_env_flag(const char *name, bool default_value);
+/* A whole number of decimal digits (blanks around forgiven) within [min, max] (min >= 0):
+ * 0 with *out set, EINVAL when `value` is NULL or not such a number (a sign, a unit, other
+ * text), ERANGE when it is outside [min, max] or beyond int64_t. */
+int op_env_parse_int(const char *value, int64_t min, int64_t max, int64_t *out);
+/* The whole-number variable `name` (`unit` names what it counts, for the message):
+ * `default_value` when unset or empty, or when op_env_parse_int refuses it (then with one line
+ * on stderr naming the variable, the value, the accepted range and the default). Read it once
+ * (under a pthread_once), so the line is printed at most once. */
+int64_t op_env_int(const char *name, int64_t default_value, int64_t min, int64_t max,
+                   const char *unit);
 
 /* ---- nice.c --------------------------------------------------------------------------------- */
 
@@ -681,10 +703,37 @@ int op_nice_clamp_task(int wanted, int class_nice);
 bool op_nice_can_hold(int nice);
 /* setpriority on the calling thread; returns 0 or errno. */
 int op_nice_set_current_thread(int nice);
+
+/* Reports that only a user of a class should see, made when that class is first asked for:
+ * bit OP_CLASS_REPORT_SHIFT(c) while the shifted table's report is due to a user of class c
+ * (nice.c: c's own value lies below the floor), OP_CLASS_REPORT_SLICE(c) while a refused short
+ * time slice's is (time_slice.c: the latency classes). Zero in a process with nothing to say. */
+extern _Atomic uint32_t op_class_reports_pending;
+#define OP_CLASS_REPORT_SHIFT(qos) (UINT32_C(1) << (qos))
+#define OP_CLASS_REPORT_SHIFT_ALL ((UINT32_C(1) << OP_QOS_COUNT) - 1)
+#define OP_CLASS_REPORT_SLICE(qos) (UINT32_C(1) << (8 + (qos)))
+#define OP_CLASS_REPORT_SLICE_ALL (OP_CLASS_REPORT_SHIFT_ALL << 8)
+/* nice.c: makes the reports due to a user of class `qos` (each once per process). */
+void op_class_report(int qos);
+/* Class `qos` is asked for: by a queue or task of that class, a promotion to it, or
+ * op_runtime_start_workers (worker_pool.c's op_pool_for and op_pool_for_placement; not a pool
+ * borrowed for its nice value). One relaxed load when nothing is due: a hint, op_class_report's
+ * read-modify-write decides. */
+static inline void op_class_requested(int qos) {
+    if (OP_UNLIKELY(atomic_load_explicit(&op_class_reports_pending, memory_order_relaxed) &
+                    (OP_CLASS_REPORT_SHIFT(qos) | OP_CLASS_REPORT_SLICE(qos)))) {
+        op_class_report(qos);
+    }
+}
+
 /* time_slice.c: asks the kernel for the short slice of a worker of the default class or above
- * (the calling thread); false when off, refused or ignored (then reported once on stderr when
- * `report`: the latency classes). */
+ * (the calling thread); false when off, refused or ignored. With `report` (the latency
+ * classes) a refusal is noted, and said once on stderr when a latency class is asked for
+ * (op_time_slice_report_refusal). */
 bool op_time_slice_shorten_current_thread(bool report);
+/* time_slice.c: class `qos` was asked for: says a noted refusal once, if it is a latency class
+ * and warnings are on (op_runtime_clamp_warning). */
+void op_time_slice_report_refusal(int qos);
 /* time_slice.c: a worker of another class (or the monitor, the spawner) gives up the short
  * slice it inherited from the thread that created it (a short-slice worker, or a body on one). */
 void op_time_slice_reset_current_thread(void);
@@ -704,18 +753,16 @@ void op_spawner_forget_after_fork(void);
 
 /* ---- promotion.c ------------------------------------------------------------------------- */
 
-/* The class the queue's tasks run at now: its QoS, or the highest class it is promoted to.
- * relaxed loads: a drainer's look between tasks (op_pool_serves) and the pool a token goes to;
- * the promoters rehome tokens after a change, and the Dekker pair with running bodies is in
- * promotion.c. */
+/* The class the queue's tasks run at now: its QoS, or the highest class it is promoted to (the
+ * highest bit of `promo`, the summary of the queue's promotion counts). relaxed loads: a
+ * drainer's look between tasks (op_pool_serves) and the pool a token goes to; the promoters
+ * rehome tokens after a change, and the Dekker pair with running bodies is in promotion.c. */
 static inline int op_queue_run_qos(op_queue_t *queue) {
     int qos = (int)atomic_load_explicit(&queue->qos, memory_order_relaxed);
-    uint64_t promo = atomic_load_explicit(&queue->promo, memory_order_relaxed);
+    uint32_t promo = atomic_load_explicit(&queue->promo, memory_order_relaxed);
     if (OP_LIKELY(promo == 0)) return qos;
-    for (int c = OP_QOS_COUNT - 1; c > qos; c--) {
-        if ((promo >> (12 * c)) & 0xFFF) return c;
-    }
-    return qos;
+    int top = 31 - __builtin_clz(promo);
+    return top > qos ? top : qos;
 }
 /* The class a claimed task of `queue` runs at, given the state word its worker read when it
  * took it: its own QoS or its queue's run class, raised to its promotion. */
@@ -732,6 +779,11 @@ void op_promotion_submitted(op_task_t *task, op_queue_t *queue);
 /* Whether QoS promotion is on (OPERATIONS_QOS_PROMOTION, read once; then
  * op_runtime_set_qos_promotion). Gates only the raising calls. */
 bool op_promotion_enabled(void);
+/* Fork (worker_pool.c's pthread_atfork handlers): the prepare handler holds every promotion
+ * lock, so the child never inherits one held by a thread it does not have (nor counts changed
+ * without their summary); the parent and the child handlers release them. */
+void op_promotion_lock_for_fork(void);
+void op_promotion_unlock_after_fork(void);
 
 /* running_body_promotion.c: a body is about to run on this worker or spare for `task` of
  * `queue`, the thread at `nice`: promoters find it here (op_pool_promote_running). Before the

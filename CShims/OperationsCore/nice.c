@@ -13,10 +13,17 @@
  * Privilege: lowering a thread's nice below its current value needs CAP_SYS_NICE or an
  * RLIMIT_NICE that allows it (lowest settable value = 20 - rlim_cur). Without it we clamp to
  * what can be set AND undone later (a worker must always be able to return to its class's
- * value after a task), record the clamp for introspection, and print one line on stderr
- * (switched off with OPERATIONS_NICE_WARNINGS=0/off/false/no, env.c, or
- * op_runtime_set_clamp_warning(false)).
- * A clamp never fails a task.
+ * value after a task), record the clamp for introspection (op_runtime_nice_clamped), and say so
+ * in one line on stderr when it first happens. A clamp never fails a task.
+ *
+ * The one line: said only when something asked is actually changed, and then once per process,
+ * whichever comes first: a nice value clamped (a task's class or thread priority, a queue's
+ * class), or the shifted table below, once a class whose own value lies below the floor is asked
+ * for (op_class_requested: a queue, a task or a waiter of that class). A process that uses only
+ * classes the floor allows (an unprivileged one running default-QoS work) is told nothing,
+ * although its classes run at the shifted values (op_runtime_nice_table_kind says so).
+ * OPERATIONS_NICE_WARNINGS=0/off/false/no (env.c) or op_runtime_set_clamp_warning(false) at run
+ * time silence it; a report due while it is off is dropped, not kept for later.
  *
  * The floor: the lowest nice a worker can hold, min(lowest settable, the nice of the thread that
  * started the runtime). Workers never renice below their start value without privilege, so they
@@ -28,7 +35,7 @@
  * the whole table moves up so that its lowest entry is the floor: {14, 6, 4, 2, 0} from a
  * nice-0 process. The classes keep their differences (and their CPU shares against each other);
  * the price is that the process's default work runs at nice 4, below other processes' nice-0
- * threads. Said once on stderr (OPERATIONS_NICE_WARNINGS), reported by op_runtime_nice_table_kind.
+ * threads. Reported by op_runtime_nice_table_kind; said on stderr as above.
  */
 #include "internal.h"
 
@@ -59,6 +66,15 @@ static bool op_cap_sys_nice = true;    /* fixed after init */
 static _Atomic int op_table_kind = OP_NICE_TABLE_DEFAULT;
 static _Atomic bool op_clamped = false;
 static _Atomic bool op_clamp_warning = true;
+/* The one line (see the file comment) was printed: the shift's and the clamps' share it. */
+static _Atomic bool op_nice_warned = false;
+/* The shifted table: the values it was shifted from and what it became, as text, for its
+ * report. Written once in op_nice_init_once, before the OP_CLASS_REPORT_SHIFT bits (released
+ * with them; op_class_report acquires them before reading these). */
+static int op_unshifted_values[OP_QOS_COUNT];
+static char op_shifted_text[128];
+
+_Atomic uint32_t op_class_reports_pending = 0;
 static char op_env_error[256];
 static bool op_env_error_set = false;
 
@@ -126,27 +142,63 @@ static void op_nice_init_once(void) {
     }
     if (lowest_entry >= op_floor_nice) return;
     int shift = op_floor_nice - lowest_entry;
-    char shifted[128];
     int n = 0;
+    uint32_t below_floor = 0;
     for (int i = OP_QOS_COUNT - 1; i >= 0; i--) {
-        int value = op_nice_of_class(i) + shift;
+        op_unshifted_values[i] = op_nice_of_class(i);
+        if (op_unshifted_values[i] < op_floor_nice) below_floor |= OP_CLASS_REPORT_SHIFT(i);
+        int value = op_unshifted_values[i] + shift;
         if (value > 19) value = 19;
         atomic_store_explicit(&op_nice_table_values[i], value, memory_order_relaxed);
-        n += snprintf(shifted + n, sizeof shifted - (size_t)n, "%s%s=%d", i == OP_QOS_COUNT - 1 ? "" : ",",
-                      op_qos_names[i], value);
+        n += snprintf(op_shifted_text + n, sizeof op_shifted_text - (size_t)n, "%s%s=%d",
+                      i == OP_QOS_COUNT - 1 ? "" : ",", op_qos_names[i], value);
     }
     atomic_store_explicit(&op_table_kind, OP_NICE_TABLE_SHIFTED, memory_order_relaxed);
-    if (op_env_flag("OPERATIONS_NICE_WARNINGS", true)) {
-        fprintf(stderr,
-                "operations: this process may not lower a thread's nice value below %d (no "
-                "CAP_SYS_NICE, RLIMIT_NICE %d), so QoS classes run at the shifted nice table %s "
-                "instead of the default (userInteractive -4 ... background 10): the classes keep "
-                "their differences, and this process's threads yield to other processes' nice-0 "
-                "threads. To change it: grant CAP_SYS_NICE (docker run --cap-add=SYS_NICE), raise "
-                "RLIMIT_NICE (ulimit -e 24, limits.conf 'nice'), or set OPERATIONS_QOS_NICE. "
-                "OPERATIONS_NICE_WARNINGS=0 silences this.\n",
-                op_floor_nice, op_rlimit_nice, shifted);
+    /* Said when one of the classes that could not be had is asked for (op_class_report), not
+     * now: a process that never uses them is not told. release: the values and the text above
+     * before the bits that make a reporter read them (callers also went through op_nice_init,
+     * or acquired a pool published after it; this does not lean on that). */
+    atomic_fetch_or_explicit(&op_class_reports_pending, below_floor, memory_order_release);
+}
+
+/* Whether the caller prints the one line: warnings on, and nobody printed it yet. */
+static bool op_nice_claim_warning(void) {
+    /* relaxed: a switch, and a flag whose exchange only decides who prints. */
+    if (!atomic_load_explicit(&op_clamp_warning, memory_order_relaxed)) return false;
+    if (atomic_load_explicit(&op_nice_warned, memory_order_relaxed)) return false;
+    return !atomic_exchange_explicit(&op_nice_warned, true, memory_order_relaxed);
+}
+
+/* Class `qos`, whose value in the table the shift was made from lies below the floor, was asked
+ * for: says what it asked and what the process runs instead. */
+static void op_report_shift(int qos) {
+    if (!op_nice_claim_warning()) return;
+    fprintf(stderr,
+            "operations: nice %d was asked for (QoS class %s), but this process may not lower a "
+            "thread's nice value below %d (no CAP_SYS_NICE, RLIMIT_NICE %d), so QoS classes run "
+            "at the shifted nice table %s instead of the default (userInteractive -4 ... "
+            "background 10): the classes keep their differences, and this process's threads "
+            "yield to other processes' nice-0 threads. To change it: grant CAP_SYS_NICE (docker "
+            "run --cap-add=SYS_NICE), raise RLIMIT_NICE (ulimit -e 24, limits.conf 'nice'), or "
+            "set OPERATIONS_QOS_NICE. Reported once; OPERATIONS_NICE_WARNINGS=0 or "
+            "op_runtime_set_clamp_warning(false) silences it.\n",
+            op_unshifted_values[qos], op_qos_names[qos], op_floor_nice, op_rlimit_nice,
+            op_shifted_text);
+}
+
+void op_class_report(int qos) {
+    if ((unsigned)qos >= OP_QOS_COUNT) return;
+    /* relaxed: a hint; the fetch_and decides which caller reports. */
+    if (atomic_load_explicit(&op_class_reports_pending, memory_order_relaxed) &
+        OP_CLASS_REPORT_SHIFT(qos)) {
+        /* acquire: the shifted table's values and text, released with the bits. */
+        uint32_t before = atomic_fetch_and_explicit(&op_class_reports_pending,
+                                                    ~(uint32_t)OP_CLASS_REPORT_SHIFT_ALL,
+                                                    memory_order_acquire);
+        if (before & OP_CLASS_REPORT_SHIFT(qos)) op_report_shift(qos);
     }
+    /* acquire (in time_slice.c): the refusal's text, released with its bit. */
+    op_time_slice_report_refusal(qos);
 }
 
 void op_nice_init(void) { pthread_once(&op_nice_once, op_nice_init_once); }
@@ -162,13 +214,11 @@ int op_nice_of_class(int qos) {
 }
 
 static void op_report_clamp(int wanted, int applied) {
-    bool expected = false;
-    /* relaxed: a flag for introspection; the exchange makes the report happen exactly once. */
-    if (!atomic_compare_exchange_strong_explicit(&op_clamped, &expected, true,
-                                                 memory_order_relaxed, memory_order_relaxed)) {
-        return;
+    /* relaxed: a flag for introspection (op_runtime_nice_clamped), stored once. */
+    if (!atomic_load_explicit(&op_clamped, memory_order_relaxed)) {
+        atomic_store_explicit(&op_clamped, true, memory_order_relaxed);
     }
-    if (atomic_load_explicit(&op_clamp_warning, memory_order_relaxed)) {
+    if (op_nice_claim_warning()) {
         char allowed[96];
         if (op_lowest_settable >= 20) {
             snprintf(allowed, sizeof allowed, "may not lower any thread's nice value");
@@ -182,7 +232,8 @@ static void op_report_clamp(int wanted, int applied) {
                 "RLIMIT_NICE >= %d; RLIMIT_NICE is %d); running at %d instead. To change it: "
                 "grant CAP_SYS_NICE (docker run --cap-add=SYS_NICE), raise RLIMIT_NICE (ulimit -e, "
                 "limits.conf 'nice'), or use nice values >= %d (OPERATIONS_QOS_NICE). Reported "
-                "once; OPERATIONS_NICE_WARNINGS=0 silences it.\n",
+                "once; OPERATIONS_NICE_WARNINGS=0 or op_runtime_set_clamp_warning(false) "
+                "silences it.\n",
                 wanted, allowed, op_floor_nice, 20 - wanted, op_rlimit_nice, applied,
                 op_floor_nice);
     }
@@ -273,6 +324,10 @@ int op_runtime_set_nice_table(const int table[OP_QOS_COUNT]) {
     }
     /* relaxed: a label for introspection. */
     atomic_store_explicit(&op_table_kind, OP_NICE_TABLE_SET, memory_order_relaxed);
+    /* The shifted table is gone: its report no longer applies (relaxed: only clears bits; no
+     * data is published with them). */
+    atomic_fetch_and_explicit(&op_class_reports_pending, ~(uint32_t)OP_CLASS_REPORT_SHIFT_ALL,
+                              memory_order_relaxed);
     /* release: publishes the entries above to workers that acquire the generation. */
     atomic_fetch_add_explicit(&op_nice_table_generation, 1, memory_order_release);
     return 0;
@@ -405,7 +460,8 @@ bool op_runtime_nice_clamped(void) {
 }
 
 void op_runtime_set_clamp_warning(bool enabled) {
-    op_nice_init();
+    op_nice_init(); /* the environment's choice first, so that this one wins */
+    /* relaxed: a switch with no data behind it. */
     atomic_store_explicit(&op_clamp_warning, enabled, memory_order_relaxed);
 }
 

@@ -4,7 +4,7 @@
  *
  * A task's promotion is in its state word (OP_STATE_PROMO_*: the class + 1, and whether it is
  * counted on its queue). A task promoted before it started is also counted on its queue
- * (queue->promo, a count per class): the queue then runs at that class (op_queue_run_qos), so
+ * (queue->promo_counts, a count per class): the queue then runs at that class (op_queue_run_qos), so
  * its waiting tokens move to that class's pool (op_pool_rehome_tokens), its drainers follow at
  * their next look (op_pool_serves), and the task and those ahead of it start there — the task
  * keeps its place in its queue and runs once, as any task. The count is taken off when the task
@@ -23,8 +23,32 @@
  * The finisher holds the queue alive (a drainer's slot, or op_task_complete's unit), so the
  * promoter's queue is alive while it holds PROMOTING. Promotions are rare (a wait that would
  * block, an add of higher-QoS work): none of this is on the submit or dequeue path; the drainer
- * pays one relaxed load of queue->promo per task, the worker one store and one
- * compare-and-swap around each body (running_body_promotion.c).
+ * pays one seq_cst load of queue->promo per task (op_task_run_qos; a plain load on x86-64), the
+ * worker one store and one compare-and-swap around each body (running_body_promotion.c).
+ *
+ * The counts. Each class's count is a plain 64-bit integer (queue->promo_counts), changed only
+ * under the queue's promotion lock (one of OP_PROMO_LOCKS striped mutexes, picked by the
+ * queue's address: promotions are rare, and a queue's lock is held for a few instructions, never
+ * across a call). Every change rewrites the summary word queue->promo (bit c: class c's count is
+ * not zero) with a seq_cst store, under the same lock. Why this is right:
+ *   - No overflow: a count is the number of promotions in force (unfinished counted tasks,
+ *     waiters, op_queue_promote calls not yet undone), each holding memory or a thread, far
+ *     below 2^64. (The packed word this replaces had 12 bits per class: 4 096 promotions to one
+ *     class carried into the next and left the queue raised for good.)
+ *   - The summary is exact whenever no lock holder is in its critical section: every count
+ *     change and the store that follows it happen under the lock, so stores to `promo` come in
+ *     lock order, and the last one was computed from the counts as they are. A reader (the hot
+ *     path, lock-free) sees some store of that order: a summary that was exact at that moment.
+ *   - The Dekker pair with a body's start (drain.c publishes the body seq_cst, then loads
+ *     `promo` seq_cst; running_body_promotion.c): a raising promoter stores `promo` seq_cst
+ *     (always, even when the bit was already set), then op_pool_promote_running loads the
+ *     workers' `body` seq_cst. In the single order of seq_cst operations either the drainer's
+ *     load comes after our store (it sees our bit, or a later store, made under the lock from
+ *     counts that still hold our promotion unless it was undone meanwhile), or our load of
+ *     `body` comes after its store (we see the body and renice it).
+ *   - fork(): the prepare handler takes every promotion lock (after the pool and placement
+ *     locks; a promotion lock is a leaf, nothing is taken under it), so the child never finds
+ *     one held by a thread it lacks, nor a count changed without its summary.
  */
 #include "internal.h"
 
@@ -57,28 +81,59 @@ void op_runtime_set_qos_promotion(bool on) {
     atomic_store_explicit(&op_promotion_on, on, memory_order_relaxed);
 }
 
-/* Adds `delta` promotions to class `qos` on the queue, and moves its waiting tokens when that
- * changes the pool that serves it. */
+/* The queues' promotion locks, striped: a queue's is picked by its address (see the file
+ * comment). Never held across a call; taken by fork's prepare handler. */
+#define OP_PROMO_LOCKS 16
+static pthread_mutex_t op_promo_locks[OP_PROMO_LOCKS] = {
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+    PTHREAD_MUTEX_INITIALIZER,
+};
+
+static pthread_mutex_t *op_promo_lock_of(const op_queue_t *queue) {
+    /* Fibonacci hashing of the address: queues are 128-byte aligned, so the low bits say
+     * nothing; the top bits of the product mix all of them. */
+    uint64_t hash = (uint64_t)(uintptr_t)queue * UINT64_C(0x9E3779B97F4A7C15);
+    return &op_promo_locks[hash >> 60]; /* 16 = 2^4 stripes */
+}
+
+void op_promotion_lock_for_fork(void) {
+    for (int i = 0; i < OP_PROMO_LOCKS; i++) pthread_mutex_lock(&op_promo_locks[i]);
+}
+
+void op_promotion_unlock_after_fork(void) {
+    /* In the child too: the forking thread, which took them in the prepare handler, is the one
+     * thread there, and still owns them. */
+    for (int i = OP_PROMO_LOCKS - 1; i >= 0; i--) pthread_mutex_unlock(&op_promo_locks[i]);
+}
+
+/* Adds `delta` (+1 or -1) promotions to class `qos` on the queue, and moves its waiting tokens
+ * when that changes the pool that serves it. */
 static void op_queue_promo_change(op_queue_t *queue, int qos, int delta) {
     op_pool *before = op_queue_pool(queue);
-    uint64_t unit = UINT64_C(1) << (12 * qos);
-    /* seq_cst: the Dekker pair with a body's start (drain.c publishes the body, then reads
-     * `promo` seq_cst): either that drainer sees the raise, or op_pool_promote_running, which
-     * the raising promoter calls after this, sees its body. */
-    if (delta > 0) {
-        atomic_fetch_add_explicit(&queue->promo, unit, memory_order_seq_cst);
-    } else {
+    pthread_mutex_t *lock = op_promo_lock_of(queue);
+    pthread_mutex_lock(lock);
+    uint64_t *count = &queue->promo_counts[qos];
+    if (delta < 0 && *count == 0) {
         /* Never below zero: an unpromote whose promote raised nothing (promotion off, a caller
-         * that did not check its result) would borrow from the classes above and leave the
-         * queue raised for good. seq_cst on both sides, as the add (the relaxed failure load
-         * only feeds the next try). */
-        uint64_t promo = atomic_load_explicit(&queue->promo, memory_order_seq_cst);
-        do {
-            if (((promo >> (12 * qos)) & 0xFFF) == 0) return;
-        } while (!atomic_compare_exchange_weak_explicit(&queue->promo, &promo, promo - unit,
-                                                        memory_order_seq_cst,
-                                                        memory_order_relaxed));
+         * that did not check its result) changes nothing. */
+        pthread_mutex_unlock(lock);
+        return;
     }
+    *count = delta > 0 ? *count + 1 : *count - 1;
+    /* relaxed: every store to `promo` is made under this lock, so the last one is ours to see
+     * (the lock orders it before us). */
+    uint32_t summary = atomic_load_explicit(&queue->promo, memory_order_relaxed);
+    summary = *count != 0 ? summary | (UINT32_C(1) << qos) : summary & ~(UINT32_C(1) << qos);
+    /* seq_cst, also when the summary did not change: the Dekker pair with a body's start
+     * (drain.c publishes the body, then loads `promo` seq_cst): either that drainer sees this
+     * raise, or op_pool_promote_running, which the raising promoter calls after this, sees its
+     * body (see the file comment). */
+    atomic_store_explicit(&queue->promo, summary, memory_order_seq_cst);
+    pthread_mutex_unlock(lock);
     op_queue_left_pool(queue, before); /* its waiting tokens follow the run class */
 }
 

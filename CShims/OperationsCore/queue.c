@@ -73,6 +73,7 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     atomic_init(&queue->suspended, false);
     atomic_init(&queue->qos, (int32_t)qos);
     atomic_init(&queue->promo, 0);
+    memset(queue->promo_counts, 0, sizeof queue->promo_counts);
     atomic_init(&queue->placement, NULL);
     atomic_init(&queue->refs, 1);
     atomic_init(&queue->idle_epoch, 0);
@@ -722,7 +723,8 @@ int op_queue_submit_batch(op_queue_t *queue, op_task_t *const *tasks, size_t cou
 
 /* A task nobody holds a handle to and no registry lists: plain initialisation, and its one
  * reference is the queue's. Nobody else can see it yet, so no read-modify-write until the push
- * below, which publishes it (release, in op_fifo_push or the local run queue's tail). */
+ * below, which publishes it (release, in op_fifo_push or the local run queue's tail), but a
+ * promotion's on its own word, which nobody else sees either. */
 static int op_queue_submit_untracked(op_queue_t *queue, op_task_fn fn, void *context, int qos,
                                      bool job) {
     op_task_t *task = op_task_cache_alloc();
@@ -735,6 +737,14 @@ static int op_queue_submit_untracked(op_queue_t *queue, op_task_fn fn, void *con
     atomic_init(&task->pending, 0);
     atomic_init(&task->queue, queue);
     op_drain_busy_add_one(queue);
+    /* A job of a higher class than its serial queue's raises the queue (what is ahead of it)
+     * until it finished, as op_queue_submit_claimed does for a task (promotion.c): counted on
+     * the queue now, taken off by its finish. Before the push below: once pushed, a worker may
+     * run, finish and recycle it. relaxed loads: the caller's own settings. */
+    if (OP_UNLIKELY(qos > (int)atomic_load_explicit(&queue->qos, memory_order_relaxed)) &&
+        atomic_load_explicit(&queue->width, memory_order_relaxed) == 1) {
+        op_promotion_submitted(task, queue);
+    }
     if (op_queue_push_local(queue, task, job)) return 0;
     op_queue_push_band(queue, task, OP_PRIORITY_NORMAL); /* generation 0: no tag */
     op_queue_dispatch_sub(queue, 1, 0);

@@ -218,8 +218,8 @@ void op_queue_for_each(op_queue_t *queue, void (*fn)(op_task_t *task, void *arg)
     op_registry_unlock(queue, removed);
 }
 
-void op_queue_cancel_all(op_queue_t *queue) {
-    if (!queue || !queue->tracking) return;
+int op_queue_cancel_all(op_queue_t *queue) {
+    if (!queue || !queue->tracking) return EINVAL; /* no list to cancel: said, not ignored */
     pthread_mutex_lock(&queue->registry_lock);
     size_t count = 0;
     op_task_t *removed = NULL;
@@ -232,6 +232,7 @@ void op_queue_cancel_all(op_queue_t *queue) {
         op_task_release(tasks[i]);
     }
     free(tasks);
+    return 0;
 }
 
 int op_queue_submit_barrier(op_queue_t *queue, op_task_t *task) {

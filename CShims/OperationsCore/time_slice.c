@@ -30,8 +30,10 @@
  * OPERATIONS_SHORT_SLICE=off leaves the kernel's default. The slice is read back with
  * sched_getattr (6.12 and later report a fair thread's slice in sched_runtime): a kernel that
  * refuses the call (a seccomp filter) or ignores the field (older than 6.12: the call succeeds
- * and the slice stays the default) is reported once on stderr when a latency class asked
- * (OPERATIONS_NICE_WARNINGS=0 silences it, as the nice warnings) and changes nothing else.
+ * and the slice stays the default) is noted by a latency worker, and said once on stderr when a
+ * latency class is asked for (op_class_requested: a queue, task or waiter of that class; not a
+ * latency pool borrowed for its nice value), under the same switch as the nice warnings
+ * (OPERATIONS_NICE_WARNINGS=0, op_runtime_set_clamp_warning(false)); it changes nothing else.
  * op_runtime_short_time_slice says what the workers got. The thread keeps its policy
  * (SCHED_FLAG_KEEP_POLICY): one under a real-time or the idle policy (a process started under
  * chrt) is not asked at all.
@@ -83,20 +85,44 @@ static void op_short_slice_init(void) {
     op_short_slice_wanted = op_env_flag("OPERATIONS_SHORT_SLICE", true);
 }
 
-/* `why` says what the kernel did: "refused (sched_setattr: …)" or "ignored (…)". */
-static void op_report_refused_slice(const char *why) {
-    static _Atomic bool reported = false;
-    /* relaxed: only decides which caller prints. */
-    if (atomic_exchange_explicit(&reported, true, memory_order_relaxed)) return;
-    if (!op_env_flag("OPERATIONS_NICE_WARNINGS", true)) return;
+/* What the kernel did to the first latency worker it refused: "refused (sched_setattr: …)" or
+ * "ignored (…)". Written once, by the worker that wins op_slice_refusal_noted, before it sets the
+ * OP_CLASS_REPORT_SLICE bits (release), which the reporter clears (acquire) before reading it. */
+static char op_slice_refusal[96];
+static _Atomic bool op_slice_refusal_noted = false;
+
+static void op_note_refused_slice(const char *why) {
+    /* relaxed: only decides which worker writes the text. */
+    if (atomic_exchange_explicit(&op_slice_refusal_noted, true, memory_order_relaxed)) return;
+    snprintf(op_slice_refusal, sizeof op_slice_refusal, "%s", why);
+    /* release: the text above before the bits that make a reporter read it. */
+    atomic_fetch_or_explicit(&op_class_reports_pending,
+                             OP_CLASS_REPORT_SLICE(OP_QOS_USER_INITIATED) |
+                                 OP_CLASS_REPORT_SLICE(OP_QOS_USER_INTERACTIVE),
+                             memory_order_release);
+}
+
+void op_time_slice_report_refusal(int qos) {
+    if ((unsigned)qos >= OP_QOS_COUNT) return;
+    /* relaxed: a hint; the read-modify-write below decides. */
+    if (!(atomic_load_explicit(&op_class_reports_pending, memory_order_relaxed) &
+          OP_CLASS_REPORT_SLICE(qos))) {
+        return;
+    }
+    /* acquire: the refusal's text (released with the bits); one caller sees its bit set. */
+    uint32_t before = atomic_fetch_and_explicit(&op_class_reports_pending,
+                                                ~(uint32_t)OP_CLASS_REPORT_SLICE_ALL,
+                                                memory_order_acquire);
+    if (!(before & OP_CLASS_REPORT_SLICE(qos)) || !op_runtime_clamp_warning()) return;
     fprintf(stderr,
             "operations: the kernel %s the 100 us time slice asked for the userInteractive and "
             "userInitiated workers (and the default class's); they keep the kernel's default "
             "slice, so their wake-ups may wait up to that long (about 1-4 ms) behind "
             "lower-class work on their CPU. It needs Linux 6.12 or later and sched_setattr "
             "allowed (seccomp); OPERATIONS_SHORT_SLICE=off stops asking, "
-            "OPERATIONS_NICE_WARNINGS=0 silences this. Reported once.\n",
-            why);
+            "OPERATIONS_NICE_WARNINGS=0 or op_runtime_set_clamp_warning(false) silences this. "
+            "Reported once.\n",
+            op_slice_refusal);
 }
 
 int64_t op_runtime_short_time_slice(void) {
@@ -142,14 +168,14 @@ bool op_time_slice_shorten_current_thread(bool report) {
     if (error != 0) {
         char why[96];
         snprintf(why, sizeof why, "refused (sched_setattr: %s)", strerror(error));
-        if (report) op_report_refused_slice(why);
+        if (report) op_note_refused_slice(why);
         atomic_store_explicit(&op_short_slice_granted, 0, memory_order_relaxed);
         return false;
     }
     /* Read it back: a kernel older than 6.12 accepts the call and ignores the field (its
      * sched_getattr reports 0 there, 6.12 and later the thread's slice). */
     if (op_current_slice() != OP_SHORT_SLICE_NS) {
-        if (report) op_report_refused_slice("ignored (Linux older than 6.12)");
+        if (report) op_note_refused_slice("ignored (Linux older than 6.12)");
         atomic_store_explicit(&op_short_slice_granted, 0, memory_order_relaxed);
         return false;
     }

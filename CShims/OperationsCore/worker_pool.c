@@ -776,22 +776,26 @@ int op_runtime_spare_workers(op_qos_t qos, int *peak) {
 }
 
 /* How long a placed pool's worker stays parked without work before it leaves:
- * OPERATIONS_PLACED_POOL_IDLE_MS (read once; default 10 s). */
-static int64_t op_placed_pool_idle_ns(void) {
-    static _Atomic int64_t cached = 0;
-    /* relaxed: every thread computes the same value from the same variable. */
-    int64_t ns = atomic_load_explicit(&cached, memory_order_relaxed);
-    if (OP_LIKELY(ns != 0)) return ns;
-    ns = INT64_C(10000) * 1000000;
-    const char *text = getenv("OPERATIONS_PLACED_POOL_IDLE_MS");
-    if (text && *text) {
-        char *end = NULL;
-        long long ms = strtoll(text, &end, 10);
-        if (end != text && *end == '\0' && ms > 0) ns = (int64_t)ms * 1000000;
-    }
-    atomic_store_explicit(&cached, ns, memory_order_relaxed);
-    return ns;
+ * OPERATIONS_PLACED_POOL_IDLE_MS, read once (env.c's op_env_int: a malformed or out-of-range
+ * value keeps the default, said once on stderr); default 10 s. At most INT64_MAX / 10^6 ms, so
+ * that the nanoseconds fit. */
+#define OP_PLACED_POOL_IDLE_MS_DEFAULT 10000
+static pthread_once_t op_placed_pool_idle_once = PTHREAD_ONCE_INIT;
+static int64_t op_placed_pool_idle_ms_value = OP_PLACED_POOL_IDLE_MS_DEFAULT;
+
+static void op_placed_pool_idle_read_env(void) {
+    op_placed_pool_idle_ms_value =
+        op_env_int("OPERATIONS_PLACED_POOL_IDLE_MS", OP_PLACED_POOL_IDLE_MS_DEFAULT, 1,
+                   INT64_MAX / 1000000, "milliseconds");
 }
+
+int64_t op_runtime_placed_pool_idle_ms(void) {
+    /* pthread_once orders the value's store before every return through it. */
+    pthread_once(&op_placed_pool_idle_once, op_placed_pool_idle_read_env);
+    return op_placed_pool_idle_ms_value;
+}
+
+static int64_t op_placed_pool_idle_ns(void) { return op_runtime_placed_pool_idle_ms() * 1000000; }
 
 /* A placed pool's worker found nothing to do for a whole idle period (or another one left and
  * passed the word on): it leaves if it is the highest-numbered worker with a thread, so the
@@ -1191,6 +1195,13 @@ static op_pool *op_pool_create(int qos, const op_placement *placement, int fixed
 
 op_pool *op_pool_for(op_qos_t qos) {
     if ((unsigned)qos >= OP_QOS_COUNT) qos = OP_QOS_DEFAULT;
+    op_pool *pool = op_pool_for_nice_of_class(qos);
+    op_class_requested((int)qos); /* after the pool: its workers noted what the kernel refused */
+    return pool;
+}
+
+op_pool *op_pool_for_nice_of_class(op_qos_t qos) {
+    if ((unsigned)qos >= OP_QOS_COUNT) qos = OP_QOS_DEFAULT;
     /* acquire: pairs with the release store below, so the pool is fully built. */
     op_pool *pool = atomic_load_explicit(&op_pools[qos], memory_order_acquire);
     if (OP_LIKELY(pool != NULL)) return pool;
@@ -1233,7 +1244,9 @@ static op_pool *op_pool_listed_in(op_pool *_Atomic *slot, int qos, const op_plac
 
 op_pool *op_pool_for_placement(const op_placement *placement, op_qos_t qos, op_pool *_Atomic *slot) {
     if ((unsigned)qos >= OP_QOS_COUNT) qos = OP_QOS_DEFAULT;
-    return op_pool_listed_in(slot, (int)qos, placement, OP_NICE_UNCHANGED);
+    op_pool *pool = op_pool_listed_in(slot, (int)qos, placement, OP_NICE_UNCHANGED);
+    op_class_requested((int)qos); /* as op_pool_for */
+    return pool;
 }
 
 op_pool *op_pool_for_nice(int nice) {
@@ -1245,15 +1258,18 @@ op_pool *op_pool_for_nice(int nice) {
 
 /* ---- fork ----------------------------------------------------------------------------------- */
 
-/* Prepare: hold the locks that pool creation takes, so the child never inherits one held by a
- * thread that is not there. (Both are only held briefly: a pool creation waits at most for its
- * workers to start.) */
+/* Prepare: hold the locks that pool creation takes, and the queues' promotion locks
+ * (promotion.c), so the child never inherits one held by a thread that is not there. (All are
+ * only held briefly: a pool creation waits at most for its workers to start, a promotion lock
+ * is held for a few instructions.) */
 static void op_pool_before_fork(void) {
     pthread_mutex_lock(&op_pools_lock);
     op_placement_lock_for_fork();
+    op_promotion_lock_for_fork(); /* leaves, held a few instructions: taken last */
 }
 
 static void op_pool_after_fork_in_parent(void) {
+    op_promotion_unlock_after_fork();
     op_placement_unlock_after_fork();
     pthread_mutex_unlock(&op_pools_lock);
 }
@@ -1279,6 +1295,7 @@ static void op_pool_after_fork_in_child(void) {
     op_tls_task = NULL;
     op_tls_queue = NULL;
     op_running_promotion_forget_after_fork();
+    op_promotion_unlock_after_fork(); /* the queues' counts stay as they were at the fork */
     pthread_mutex_unlock(&op_pools_lock);
 }
 

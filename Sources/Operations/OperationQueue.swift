@@ -284,7 +284,10 @@ open class OperationQueue: @unchecked Sendable {
     /// dropped, its Foundation operations cancelled (they end finished).
     open func cancelAllOperations() {
         for operation in operations { operation.cancel() }
-        op_queue_cancel_all(core) // barriers, and anything added since the listing
+        // Barriers, and anything added since the listing. Every queue of ours tracks its tasks
+        // (the core's only refusal is a queue that does not), so a refusal is a broken queue.
+        let rc = op_queue_cancel_all(core)
+        if rc != 0 { operationMisuse("cancelAllOperations() on \(self) failed (core error \(rc))") }
         let bridge = StripedLock.shared.withLock(for: self) { lockedFoundationQueue.object }
         (bridge as? FoundationQueueBridge)?.cancelForwarded()
     }

@@ -87,6 +87,19 @@ public enum OperationsRuntime {
     /// Whether a wanted nice value had to be clamped for lack of privilege.
     public static var niceWasClamped: Bool { op_runtime_nice_clamped() }
 
+    /// Whether the runtime says on stderr, in one line, once per process, when something asked
+    /// for is changed for lack of privilege: a nice value (a QoS class or `threadPriority`)
+    /// clamped, the ``NiceTableKind/shifted`` table once a class it could not give is used, or
+    /// the short time slice refused once a latency class is used. A process that never asks for
+    /// anything it cannot have is told nothing. On by default; `OPERATIONS_NICE_WARNINGS=off`
+    /// turns it off at start-up. Set it to `false` before the first operation runs to keep
+    /// stderr quiet; a report that comes due while it is off is dropped. Clamps are still
+    /// recorded (``niceWasClamped``), and the table still reported (``niceTableKind``).
+    public static var clampWarnings: Bool {
+        get { op_runtime_clamp_warning() }
+        set { op_runtime_set_clamp_warning(newValue) }
+    }
+
     /// The time slice the workers of `.default`, `.userInitiated` and `.userInteractive` asked
     /// the kernel for and got: 100 µs, so that their wake-ups preempt what runs on their CPU
     /// (lower-class work, or the thread that submitted and woke them) instead of waiting for

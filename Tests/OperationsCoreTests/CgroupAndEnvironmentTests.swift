@@ -141,6 +141,30 @@ struct EnvironmentSwitchTests {
         #expect(!result.stderr.contains("not recognised"), "\(result)")
     }
 
+    /// OPERATIONS_PLACED_POOL_IDLE_MS takes a whole number of milliseconds (blanks around it
+    /// forgiven), up to the most whose nanoseconds fit in 64 bits, without a word on stderr.
+    @Test(arguments: [("250", 250), (" 300\n", 300), ("1", 1), ("9223372036854", 9_223_372_036_854)])
+    func placedPoolIdleTakesAWholeNumberOfMilliseconds(_ value: String, _ milliseconds: Int) async throws {
+        let result = try await runCgroupProbe(["OPERATIONS_PLACED_POOL_IDLE_MS": value])
+        #expect(result.values["placed_idle_ms"] == "\(milliseconds)", "OPERATIONS_PLACED_POOL_IDLE_MS=\(value):\n\(result)")
+        #expect(!result.stderr.contains("OPERATIONS_PLACED_POOL_IDLE_MS"), "\(result)")
+    }
+
+    /// A value that is not such a number (text, a unit, a sign, a fraction, zero, beyond the
+    /// range, beyond 64 bits) keeps the default (10 000 ms) and says so once: the variable, the
+    /// value, the accepted range and the default. It used to be ignored silently, and a large
+    /// value overflowed the nanoseconds.
+    @Test(arguments: ["abc", "10ms", "-5", "+5", "1.5", "0", "9223372036855", "99999999999999999999"])
+    func malformedPlacedPoolIdleKeepsTheDefaultAndSaysSoOnce(_ value: String) async throws {
+        let result = try await runCgroupProbe(["OPERATIONS_PLACED_POOL_IDLE_MS": value])
+        #expect(result.values["placed_idle_ms"] == "10000", "OPERATIONS_PLACED_POOL_IDLE_MS=\(value):\n\(result)")
+        #expect(occurrences(of: "OPERATIONS_PLACED_POOL_IDLE_MS=\"\(value)\" is not recognised", in: result.stderr) == 1,
+                "\(result)")
+        #expect(result.stderr.contains("a whole number of milliseconds from 1 to 9223372036854"),
+                "says what is accepted:\n\(result)")
+        #expect(result.stderr.contains("Using the default (10000)"), "\(result)")
+    }
+
     /// An unrecognised value keeps the default and says so once: the variable, the value and
     /// what is accepted.
     @Test(arguments: ["OPERATIONS_NUMA", "OPERATIONS_NICE_WARNINGS"])
@@ -150,5 +174,72 @@ struct EnvironmentSwitchTests {
         #expect(result.stderr.contains("off, 0, false, no, disable, disabled"), "lists what is accepted:\n\(result)")
         #expect(result.values["nice_warnings"] == "1", "\(result)")
         #expect(result.values["reason"]?.contains("OPERATIONS_NUMA") == false, "NUMA stays on its default:\n\(result)")
+    }
+}
+
+/// One table of every environment variable: docs/DESIGN.md's "Environment" section (the
+/// reference), the header's ENVIRONMENT section and the DocC article name every variable the
+/// runtime's sources name in a string (what they read with getenv / op_env_flag / op_env_int,
+/// and what their messages tell a user to set).
+@Suite
+struct EnvironmentDocumentationTests {
+    /// The OPERATIONS_* names in string literals of `text`.
+    private static func namesInStrings(_ text: String) -> Set<String> {
+        var names = Set<String>()
+        for line in text.split(separator: "\n") {
+            for literal in line.matches(of: /"(?:[^"\\]|\\.)*"/) {
+                for name in literal.output.matches(of: /OPERATIONS_[A-Z0-9_]+/) { names.insert(String(name.output)) }
+            }
+        }
+        return names
+    }
+
+    /// Every OPERATIONS_* name in `text`.
+    private static func names(_ text: Substring) -> Set<String> {
+        Set(text.matches(of: /OPERATIONS_[A-Z0-9_]+/).map { String($0.output) })
+    }
+
+    private static func read(_ path: String) throws -> String {
+        try String(contentsOf: PackageLayout.root.appendingPathComponent(path), encoding: .utf8)
+    }
+
+    /// The part of `text` from the line holding `start` to the next holding `end`.
+    private static func section(_ text: String, from start: String, to end: String) throws -> Substring {
+        let lower = try #require(text.range(of: start), "no '\(start)'")
+        let upper = try #require(text.range(of: end, range: lower.upperBound..<text.endIndex), "no '\(end)' after '\(start)'")
+        return text[lower.lowerBound..<upper.lowerBound]
+    }
+
+    @Test func everyVariableTheRuntimeReadsIsInTheThreeTables() throws {
+        let fileManager = FileManager.default
+        var sources: [String] = PackageLayout.coreSources
+        for folder in ["Sources/Operations", "Sources/OperationsNetworking"] {
+            let directory = PackageLayout.root.appendingPathComponent(folder)
+            let files = (try? fileManager.contentsOfDirectory(atPath: directory.path)) ?? []
+            sources += files.filter { $0.hasSuffix(".swift") }.map { directory.appendingPathComponent($0).path }
+        }
+        var read = Set<String>()
+        for path in sources { read.formUnion(Self.namesInStrings(try String(contentsOfFile: path, encoding: .utf8))) }
+        // The scan works: the variables known when this test was written are among them.
+        let known: Set<String> = [
+            "OPERATIONS_QOS_NICE", "OPERATIONS_QOS_PROMOTION", "OPERATIONS_NUMA", "OPERATIONS_NICE_WARNINGS",
+            "OPERATIONS_SHORT_SLICE", "OPERATIONS_CGROUP_ROOT", "OPERATIONS_PLACED_POOL_IDLE_MS",
+            "OPERATIONS_FORCE_SIDE_TABLE", "OPERATIONS_FAULT_THREAD_CREATE", "OPERATIONS_FAULT_PROC",
+            "OPERATIONS_FAULT_SETPRIORITY", "OPERATIONS_RACE_SEED",
+        ]
+        #expect(read.isSuperset(of: known), "the sources' scan missed \(known.subtracting(read).sorted())")
+        let tables: [(String, Substring)] = [
+            ("docs/DESIGN.md's Environment section",
+             try Self.section(try Self.read("docs/DESIGN.md"), from: "### Environment", to: "### NUMA")),
+            ("operations_core.h's ENVIRONMENT section",
+             try Self.section(try Self.read("CShims/OperationsCore/include/operations_core.h"),
+                              from: " * ENVIRONMENT", to: " * CONTAINER CPU LIMITS")),
+            ("the DocC article EnvironmentVariables.md",
+             Substring(try Self.read("Sources/Operations/Operations.docc/EnvironmentVariables.md"))),
+        ]
+        for (name, table) in tables {
+            let missing = read.subtracting(Self.names(table))
+            #expect(missing.isEmpty, "\(name) does not name \(missing.sorted())")
+        }
     }
 }

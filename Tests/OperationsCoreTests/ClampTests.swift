@@ -7,6 +7,7 @@
 //   env mode:   the child keeps root and reports what OPERATIONS_QOS_NICE did.
 import Foundation
 import Glibc
+import OperationsCore
 import Testing
 
 enum NiceProbe {
@@ -93,5 +94,60 @@ struct ClampTests {
         #expect(result.values["body_nice_high"] == "-13")
         #expect(result.values["body_nice_low"] == "-3")
         #expect(!result.stderr.contains("operations:"), "unexpected message:\n\(result)")
+    }
+}
+
+/// When an unprivileged process is told on stderr that what it asked for was changed: only when
+/// something it asked for is, in one line, once per process, and never after
+/// `op_runtime_set_clamp_warning(false)` (Tests/Probes/clamp_warning_probe.c, which drops to
+/// `nobody` as root, or gives up CAP_SYS_NICE, with RLIMIT_NICE 0: the table is shifted).
+@Suite
+struct ClampWarningTests {
+    static func run(_ mode: String, environment extra: [String: String] = [:]) async throws -> ChildResult {
+        let path = try await ProbeBuilder.shared.binary("clamp_warning_probe").get()
+        let result = await runChild(path, [mode], environment: childEnvironment(extra),
+                                    seconds: NiceProbe.runSeconds, backtraceOnTimeout: true)
+        try #require(!result.timedOut, "the clamp-warning probe hung:\n\(result)")
+        try #require(result.exitCode == 0, "the clamp-warning probe failed:\n\(result)")
+        if getuid() == 0 { #expect(result.values["uid"] == "65534", "the child did not become nobody:\n\(result)") }
+        return result
+    }
+
+    /// Default-QoS work only: the table is shifted (default runs at the shifted value), but
+    /// nothing the process asked for was below what it may set, so stderr stays empty (it got
+    /// a 574-byte line at first use).
+    @Test func unprivilegedProcessRunningOnlyDefaultWorkPrintsNothing() async throws {
+        let result = try await Self.run("default")
+        #expect(result.values["ran"] == "8", "\(result)")
+        #expect(result.values["kind"] == "\(OP_NICE_TABLE_SHIFTED.rawValue)", "the table is shifted:\n\(result)")
+        #expect(result.values["clamped"] == "0", "\(result)")
+        #expect(result.stderr.isEmpty, "default-QoS work only, yet stderr got:\n\(result.stderr)")
+    }
+
+    /// A userInteractive task (nice -4 asked, the process may not go below its own nice) and
+    /// thread priorities clamped below the floor: exactly one line, naming what was asked and
+    /// how to silence it; the clamp is still recorded.
+    @Test func unprivilegedProcessAskingForAClampedClassPrintsExactlyOneLine() async throws {
+        // The short slice's own report (a kernel older than 6.12) is another subject: kept out.
+        let result = try await Self.run("clamped", environment: ["OPERATIONS_SHORT_SLICE": "off"])
+        #expect(result.values["ran"] == "3", "\(result)")
+        #expect(result.values["clamped"] == "1", "op_runtime_nice_clamped() is false:\n\(result)")
+        let lines = result.stderr.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.isEmpty }
+        try #require(lines.count == 1, "expected exactly one line on stderr:\n\(result.stderr)")
+        let line = lines[0]
+        #expect(line.hasPrefix("operations: nice -4 was asked for (QoS class userInteractive)"), "\(line)")
+        for part in ["shifted nice table", "CAP_SYS_NICE", "OPERATIONS_QOS_NICE", "op_runtime_set_clamp_warning(false)"] {
+            #expect(line.contains(part), "the line lacks '\(part)': \(line)")
+        }
+    }
+
+    /// The same requests after op_runtime_set_clamp_warning(false): nothing on stderr, and the
+    /// clamp is still recorded (it used to print the shift at start-up, before the switch).
+    @Test func clampWarningSwitchedOffAtRunTimePrintsNothing() async throws {
+        let result = try await Self.run("silenced")
+        #expect(result.values["ran"] == "3", "\(result)")
+        #expect(result.values["warnings"] == "0", "\(result)")
+        #expect(result.values["clamped"] == "1", "the clamp must still be recorded:\n\(result)")
+        #expect(result.stderr.isEmpty, "warnings switched off, yet stderr got:\n\(result.stderr)")
     }
 }

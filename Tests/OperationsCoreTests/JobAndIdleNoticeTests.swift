@@ -102,7 +102,7 @@ private let submitJobAndBlockBody: TaskBody = { context in
         #expect(op_queue_submit_job(queue, countBody, contextPointer(probe), OP_QOS_INHERIT) == 0)
         quietPeriod(0.05)
         #expect(probe.ran.load(ordering: .acquiring) == 1, "a job ran on a suspended queue")
-        op_queue_cancel_all(queue)
+        #expect(op_queue_cancel_all(queue) == 0)
         op_queue_set_suspended(queue, false)
         #expect(op_queue_wait(queue, Limits.waitNs) == 0)
         #expect(probe.ran.load(ordering: .acquiring) == 2, "cancel-all stopped a job")

@@ -232,3 +232,170 @@ struct PromotionTests {
         #expect(result.exitCode == 0, "the promotion switch left a raise behind or raised while off:\n\(result)")
     }
 }
+
+// ---- counts that cannot overflow (issue 33, item 5) and jobs on a serial queue (item 8) --------
+
+/// What the bodies of a promotion-count test saw: the class each body ran at
+/// (op_current_thread_qos), per class, and a gate that holds the queue's head body.
+private final class ClassTally: Sendable {
+    /// Bodies that ran, per class they reported.
+    let background = Atomic<Int>(0), utility = Atomic<Int>(0), normal = Atomic<Int>(0)
+    let userInitiated = Atomic<Int>(0), userInteractive = Atomic<Int>(0)
+    let gateStarted = Latch()
+    let gateRelease = Latch()
+    init() {}
+
+    /// Counts a body that ran at `qos`.
+    func note(_ qos: op_qos_t) {
+        switch qos {
+        case OP_QOS_BACKGROUND: background.add(1, ordering: .releasing)
+        case OP_QOS_UTILITY: utility.add(1, ordering: .releasing)
+        case OP_QOS_DEFAULT: normal.add(1, ordering: .releasing)
+        case OP_QOS_USER_INITIATED: userInitiated.add(1, ordering: .releasing)
+        default: userInteractive.add(1, ordering: .releasing)
+        }
+    }
+
+    /// How many bodies reported `qos`.
+    func count(_ qos: op_qos_t) -> Int {
+        switch qos {
+        case OP_QOS_BACKGROUND: background.load(ordering: .acquiring)
+        case OP_QOS_UTILITY: utility.load(ordering: .acquiring)
+        case OP_QOS_DEFAULT: normal.load(ordering: .acquiring)
+        case OP_QOS_USER_INITIATED: userInitiated.load(ordering: .acquiring)
+        default: userInteractive.load(ordering: .acquiring)
+        }
+    }
+    /// Every body's report, as "class: count" for messages.
+    var summary: String {
+        allQoSClasses.map { "\(qosName($0)): \(count($0))" }.joined(separator: ", ")
+    }
+}
+
+/// Records the class the body runs at.
+private let tallyBody: TaskBody = { context in
+    let tally = contextObject(context, as: ClassTally.self)
+    tally.note(op_current_thread_qos())
+}
+
+/// Holds its queue until the test opens the gate (at most Limits.waitSeconds).
+private let tallyGateBody: TaskBody = { context in
+    let tally = contextObject(context, as: ClassTally.self)
+    tally.gateStarted.open()
+    tally.gateRelease.wait(for: 1, seconds: Limits.waitSeconds)
+}
+
+/// Promotions in the thousands and beyond: the old packed word (12 bits per class) carried the
+/// 4 096th promotion into the next class.
+private let promotionCounts = [4096, scaled(100_000, tsan: 20_000)]
+
+extension PromotionTests {
+    /// `count` userInitiated tasks wait on a serial background queue behind a held task and one
+    /// background task: the queue runs at userInitiated (not above) while they wait, the
+    /// background task ahead runs at userInitiated, each of them at userInitiated, and once all
+    /// finished the queue is back at background (a task added then runs at background). With
+    /// 12-bit counts the 4 096th raise carried into userInteractive and stayed there.
+    @Test(arguments: promotionCounts)
+    func fourThousandNinetySixHigherQoSTasksOnASerialQueueLeaveNoRaise(_ count: Int) throws {
+        let queue = try makeQueue("promo-count-serial", qos: OP_QOS_BACKGROUND, width: 1)
+        defer { op_queue_release(queue) }
+        let tally = ClassTally(), after = ClassTally()
+        let context = contextPointer(tally)
+        let gate = try makeTask(tallyGateBody, context)
+        defer { op_task_release(gate) }
+        #expect(op_queue_submit(queue, gate) == 0)
+        try #require(tally.gateStarted.wait(seconds: Limits.waitSeconds), "the held task never started")
+        let ahead = try makeTask(tallyBody, contextPointer(after))
+        defer { op_task_release(ahead) }
+        #expect(op_queue_submit(queue, ahead) == 0)
+        var refused = 0
+        for _ in 0..<count {
+            let task = try makeTask(tallyBody, context, qos: qosAttr(OP_QOS_USER_INITIATED))
+            if op_queue_submit(queue, task) != 0 { refused += 1 }
+            op_task_release(task)
+        }
+        #expect(refused == 0, "\(refused) submits refused")
+        let raised = op_queue_effective_qos(queue)
+        tally.gateRelease.open()
+        #expect(raised == OP_QOS_USER_INITIATED,
+                "\(count) userInitiated tasks raised the queue to \(qosName(raised))")
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0, "the queue did not finish its \(count) tasks")
+        #expect(tally.count(OP_QOS_USER_INITIATED) == count, "the tasks ran at: \(tally.summary)")
+        #expect(after.count(OP_QOS_USER_INITIATED) == 1, "the task ahead ran at: \(after.summary)")
+        let effective = op_queue_effective_qos(queue)
+        #expect(effective == OP_QOS_BACKGROUND, "the queue stayed raised to \(qosName(effective))")
+        let later = ClassTally()
+        let laterTask = try makeTask(tallyBody, contextPointer(later))
+        defer { op_task_release(laterTask) }
+        #expect(op_queue_submit(queue, laterTask) == 0)
+        #expect(op_task_wait(laterTask, Limits.waitNs) == 0)
+        #expect(later.count(OP_QOS_BACKGROUND) == 1, "a task added afterwards ran at: \(later.summary)")
+    }
+
+    /// One userInitiated task depends on `count` unstarted tasks of a suspended background
+    /// queue, each raised to its class (as the Swift layer's dependency walk raises them): the
+    /// queue runs at userInitiated, its tasks run there once it resumes, and once they finished
+    /// it is back at background.
+    @Test(arguments: promotionCounts)
+    func aTaskDependingOnFourThousandNinetySixUnstartedTasksOfAnotherQueueLeavesNoRaise(_ count: Int) throws {
+        let low = try makeQueue("promo-count-deps", qos: OP_QOS_BACKGROUND)
+        let high = try makeQueue("promo-count-dependent", qos: OP_QOS_USER_INITIATED)
+        defer { op_queue_release(low); op_queue_release(high) }
+        let tally = ClassTally(), dependentTally = ClassTally()
+        let context = contextPointer(tally)
+        let dependent = try makeTask(tallyBody, contextPointer(dependentTally))
+        defer { op_task_release(dependent) }
+        op_queue_set_suspended(low, true)
+        var refused = 0
+        for _ in 0..<count {
+            let task = try makeTask(tallyBody, context)
+            if op_task_add_dependency(dependent, task) != 0 { refused += 1 }
+            if op_queue_submit(low, task) != 0 { refused += 1 }
+            if op_task_promote(task, OP_QOS_USER_INITIATED) != 0 { refused += 1 }
+            op_task_release(task)
+        }
+        #expect(refused == 0, "\(refused) calls refused")
+        #expect(op_queue_submit(high, dependent) == 0)
+        let raised = op_queue_effective_qos(low)
+        op_queue_set_suspended(low, false)
+        #expect(raised == OP_QOS_USER_INITIATED, "\(count) raised tasks raised their queue to \(qosName(raised))")
+        #expect(op_task_wait(dependent, Limits.waitNs) == 0, "the dependent did not finish")
+        #expect(op_queue_wait(low, Limits.waitNs) == 0)
+        #expect(tally.count(OP_QOS_USER_INITIATED) == count, "the dependencies ran at: \(tally.summary)")
+        #expect(dependentTally.count(OP_QOS_USER_INITIATED) == 1)
+        let effective = op_queue_effective_qos(low)
+        #expect(effective == OP_QOS_BACKGROUND, "the queue stayed raised to \(qosName(effective))")
+        let later = ClassTally()
+        let laterTask = try makeTask(tallyBody, contextPointer(later))
+        defer { op_task_release(laterTask) }
+        #expect(op_queue_submit(low, laterTask) == 0)
+        #expect(op_task_wait(laterTask, Limits.waitNs) == 0)
+        #expect(later.count(OP_QOS_BACKGROUND) == 1, "a task added afterwards ran at: \(later.summary)")
+    }
+
+    /// A job (op_queue_submit_job, as an executor or actor submits one) of userInteractive on a
+    /// serial background queue behind a held task raises the queue while it waits, as a task of
+    /// that class does: the background task between them runs at userInteractive, the job too,
+    /// and the queue is back at background once the job finished.
+    @Test func aHigherQoSJobOnASerialQueueRaisesItUntilItFinished() throws {
+        let queue = try makeQueue("promo-job-serial", qos: OP_QOS_BACKGROUND, width: 1)
+        defer { op_queue_release(queue) }
+        let tally = ClassTally(), ahead = ClassTally(), job = ClassTally()
+        let gate = try makeTask(tallyGateBody, contextPointer(tally))
+        let aheadTask = try makeTask(tallyBody, contextPointer(ahead))
+        defer { op_task_release(gate); op_task_release(aheadTask) }
+        #expect(op_queue_submit(queue, gate) == 0)
+        try #require(tally.gateStarted.wait(seconds: Limits.waitSeconds), "the held task never started")
+        #expect(op_queue_submit(queue, aheadTask) == 0)
+        #expect(op_queue_effective_qos(queue) == OP_QOS_BACKGROUND)
+        #expect(op_queue_submit_job(queue, tallyBody, contextPointer(job), qosAttr(OP_QOS_USER_INTERACTIVE)) == 0)
+        let raised = op_queue_effective_qos(queue)
+        tally.gateRelease.open()
+        #expect(raised == OP_QOS_USER_INTERACTIVE, "the waiting job left the queue at \(qosName(raised))")
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+        #expect(job.count(OP_QOS_USER_INTERACTIVE) == 1, "the job ran at: \(job.summary)")
+        #expect(ahead.count(OP_QOS_USER_INTERACTIVE) == 1, "the task ahead of the job ran at: \(ahead.summary)")
+        let effective = op_queue_effective_qos(queue)
+        #expect(effective == OP_QOS_BACKGROUND, "the job's raise was not undone: \(qosName(effective))")
+    }
+}

@@ -253,11 +253,34 @@ struct RegistryTests {
         defer { op_queue_release(queue) }
         op_queue_set_suspended(queue, true)
         for index in 0..<100 { try submitTracked(queue, RegistryItem(probe, .plain, index)) }
-        op_queue_cancel_all(queue)
+        #expect(op_queue_cancel_all(queue) == 0)
         op_queue_set_suspended(queue, false)
         #expect(op_queue_wait(queue, Limits.waitNs) == 0, "the cancelled tasks were not retired")
         #expect(probe.ran.load(ordering: .relaxed) == 0, "a cancelled task ran")
         #expect(probe.released.load(ordering: .relaxed) == 100)
+    }
+
+    /// op_queue_cancel_all on a queue that does not track its tasks (or on NULL) fails with
+    /// EINVAL and cancels nothing: the 8 waiting tasks all run. It used to return nothing and do
+    /// nothing, so a caller could not tell that 0 of 8 were cancelled.
+    @Test func cancelAllWithoutTrackingFailsWithEINVALAndCancelsNothing() throws {
+        let counters = Counters()
+        let queue = try makeQueue("cancel-all-untracked", width: 1)
+        defer { op_queue_release(queue) }
+        op_queue_set_suspended(queue, true)
+        var tasks: [OpaquePointer] = []
+        defer { tasks.forEach { op_task_release($0) } }
+        for _ in 0..<8 {
+            let task = try makeTask(countRun, contextPointer(counters))
+            #expect(op_queue_submit(queue, task) == 0)
+            tasks.append(task)
+        }
+        #expect(op_queue_cancel_all(queue) == EINVAL, "cancel-all on a queue without tracking")
+        #expect(op_queue_cancel_all(nil) == EINVAL, "cancel-all on NULL")
+        #expect(tasks.filter { op_task_is_cancelled($0) }.isEmpty, "a task was cancelled")
+        op_queue_set_suspended(queue, false)
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0, "the queue did not drain")
+        #expect(counters.ran.load(ordering: .relaxed) == 8, "every task runs: none was cancelled")
     }
 
     @Test func aBarrierWaitsForEarlierTasksAndHoldsBackLaterOnes() throws {
@@ -282,7 +305,7 @@ struct RegistryTests {
         op_queue_set_suspended(queue, true)
         try submitTracked(queue, RegistryItem(probe, .plain))
         try submitTracked(queue, RegistryItem(probe, .barrier), barrier: true)
-        op_queue_cancel_all(queue)
+        #expect(op_queue_cancel_all(queue) == 0)
         for index in 0..<10 { try submitTracked(queue, RegistryItem(probe, .plain, index)) }
         op_queue_set_suspended(queue, false)
         #expect(op_queue_wait(queue, Limits.waitNs) == 0, "the queue did not drain")

@@ -34,6 +34,18 @@ import Testing
         #expect(slice == (op_runtime_short_time_slice() > 0 ? .microseconds(100) : nil))
     }
 
+    /// `OperationsRuntime.clampWarnings` is the core's switch both ways (what it prints is
+    /// tested in child processes: OperationsCoreTests' ClampWarningTests).
+    @Test func clampWarningsSwitchIsTheCoresSwitch() {
+        let before = OperationsRuntime.clampWarnings
+        defer { OperationsRuntime.clampWarnings = before }
+        #expect(before == op_runtime_clamp_warning())
+        OperationsRuntime.clampWarnings = false
+        #expect(!op_runtime_clamp_warning() && !OperationsRuntime.clampWarnings)
+        OperationsRuntime.clampWarnings = true
+        #expect(op_runtime_clamp_warning() && OperationsRuntime.clampWarnings)
+    }
+
     /// A default-width queue never runs more operations at once than the reported width.
     @Test func defaultWidthQueueRunsAtMostDefaultWidthAtOnce() {
         let width = OperationsRuntime.topology.defaultWidth

@@ -2,7 +2,7 @@
  * cgroup_probe.c — a child process for CgroupAndEnvironmentTests: what the core made of the
  * cgroup CPU limit (OPERATIONS_CGROUP_ROOT) and of the on/off environment variables the parent
  * set. Prints key=value lines: cpus, quota, default_width, quota_error, numa, reason,
- * nice_warnings, and with the argument "run" also ran (the most tasks that ran at once on a new
+ * nice_warnings, placed_idle_ms (asked twice: a bad value is reported once), and with the argument "run" also ran (the most tasks that ran at once on a new
  * OP_WIDTH_DEFAULT queue, out of 4 × cpus tasks that each spin for 30 ms; waits at most 20 s).
  */
 #define _GNU_SOURCE
@@ -44,6 +44,9 @@ int main(int argc, char **argv) {
     printf("numa=%d\nreason=%s\nnice_warnings=%d\n", topology.numa ? 1 : 0,
            topology.fallback_reason ? topology.fallback_reason : "-",
            op_runtime_clamp_warning() ? 1 : 0);
+    long long idle_ms = (long long)op_runtime_placed_pool_idle_ms();
+    if (op_runtime_placed_pool_idle_ms() != idle_ms) return 4; /* read once */
+    printf("placed_idle_ms=%lld\n", idle_ms);
     if (argc > 1 && strcmp(argv[1], "run") == 0) {
         op_queue_t *queue = op_queue_create("cgroup-probe", OP_QOS_DEFAULT, OP_WIDTH_DEFAULT);
         if (!queue) return 2;

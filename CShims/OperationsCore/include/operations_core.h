@@ -59,31 +59,46 @@
  *   not return from the body. As after any fork of a multithreaded process, a lock another
  *   thread held at the fork (a queue's idle or registry lock) stays held in the child.
  *
- * ENVIRONMENT (read once, when the runtime first starts)
+ * ENVIRONMENT
+ *   Every variable the runtime reads (the core's and the Swift layer's), each read once, when
+ *   first needed. docs/DESIGN.md's "Environment" table is the reference (values, defaults, when
+ *   each is read); the DocC article "Environment variables" has the same. On/off switches take,
+ *   in any case, off, 0, false, no, disable, disabled / on, 1, true, yes, enable, enabled;
+ *   numbers take decimal digits only. Another value keeps the default, with one line on stderr
+ *   naming the variable, the value and what is accepted.
  *   OPERATIONS_QOS_NICE      per-class nice values, e.g. "userInteractive=-8,background=15".
  *                            A malformed value is rejected whole with a message on stderr naming
  *                            the bad entry; the defaults stay. Unset, and the process may not go
  *                            below the default table (no CAP_SYS_NICE): the table is shifted up
  *                            (op_runtime_nice_table_kind, OP_NICE_TABLE_SHIFTED).
  *   OPERATIONS_QOS_PROMOTION=off  no QoS promotion (see "QoS promotion" below; switched at
- *                            run time with op_runtime_set_qos_promotion).
+ *                            run time with op_runtime_set_qos_promotion). Switch, default on.
  *   OPERATIONS_NUMA=off      do not use libnuma; pin workers with plain pthread affinity.
- *   OPERATIONS_NICE_WARNINGS=off  do not print the one-line clamp warning on stderr.
- *                            Both are on/off switches, read case-insensitively: off, 0, false,
- *                            no, disable, disabled / on, 1, true, yes, enable, enabled (the
- *                            default: on). Another value keeps the default, with one line on
- *                            stderr naming the variable, the value and the accepted spellings.
+ *                            Switch, default on.
+ *   OPERATIONS_NICE_WARNINGS=off  do not print the one-line report of a clamp, the shifted
+ *                            table or a refused time slice on stderr (see
+ *                            op_runtime_set_clamp_warning, which overrides it at run time).
+ *                            Switch, default on.
+ *   OPERATIONS_SHORT_SLICE=off  the default and latency classes' workers keep the kernel's time
+ *                            slice (op_runtime_short_time_slice). Switch, default on.
  *   OPERATIONS_CGROUP_ROOT=<dir>  read the CPU limit from <dir> instead of the process's cgroup
  *                            (found through /proc/self/cgroup and /proc/self/mountinfo): the
  *                            directory is taken as the process's own cgroup, with cgroup v2's
  *                            cpu.max or v1's cpu.cfs_quota_us and cpu.cfs_period_us (for tests).
- *   OPERATIONS_PLACED_POOL_IDLE_MS=<ms>  how long a placed pool's idle workers stay (10000).
- *   For tests only (fault injection, read once before the first thread starts):
+ *   OPERATIONS_PLACED_POOL_IDLE_MS=<ms>  how long a placed pool's idle workers stay (10000): a
+ *                            whole number, 1 … 9223372036854; another value keeps the default,
+ *                            with one line on stderr (op_runtime_placed_pool_idle_ms tells).
+ *   OPERATIONS_FORCE_SIDE_TABLE=on  the Swift layer only: every operation takes the state-word
+ *                            form of a tagged pointer (to test it). Switch, default off.
+ *   For tests only (fault injection, read once before the first thread starts; a value they do
+ *   not take is ignored):
  *   OPERATIONS_FAULT_THREAD_CREATE=N or N-M  the core's Nth thread creation and later ones (or
  *                            the Nth to the Mth) fail with EAGAIN, counted from 1 per process.
  *   OPERATIONS_FAULT_PROC=unreadable  the monitor finds /proc/self/task/TID/stat missing.
  *   OPERATIONS_FAULT_SETPRIORITY=eperm  every setpriority of the core fails with EPERM (a
  *                            refused renice is reported once on stderr; threads keep their nice).
+ *   OPERATIONS_RACE_SEED=<n>  the seed of the race-window delays, in a build with
+ *                            -DOPERATIONS_RACE_WINDOWS only (default: the clock).
  *
  * CONTAINER CPU LIMITS
  *   A cgroup CPU quota (a container's --cpus) sizes the default queue width:
@@ -300,8 +315,8 @@ int op_task_wait(op_task_t *task, int64_t timeout_ns);
  *     its nice value (a thread may not lower another's nice), and only what has not started yet
  *     moves to the higher class's workers.
  * op_task_wait and op_queue_wait raise what they wait for to the waiting thread's class
- * (op_current_thread_qos). A task submitted to a serial queue with a higher QoS than the queue's
- * raises the queue until it finished. Dependencies are not followed (edges do not keep the
+ * (op_current_thread_qos). A task or job (op_queue_submit_job) submitted to a serial queue with
+ * a higher QoS than the queue's raises the queue until it finished. Dependencies are not followed (edges do not keep the
  * dependencies alive): bindings walk them (the Swift layer does). OPERATIONS_QOS_PROMOTION=off
  * (read once) turns promotion off, and op_runtime_set_qos_promotion switches it at run
  * time: while it is off the calls below raise nothing (op_queue_promote returns ENOTSUP), and
@@ -380,7 +395,8 @@ int op_queue_submit_f(op_queue_t *queue, op_task_fn fn, void *context);
  *  op_queue_cancel_all, not held back by barriers (for executors: Swift's TaskExecutor jobs).
  *  It counts against the width, waits while the queue is suspended, counts as unfinished for
  *  op_queue_wait, and runs at `qos` (op_qos_t, or OP_QOS_INHERIT for the queue's) in the normal
- *  band. Submitted from a job of the same queue it stays on that worker (its local run queue)
+ *  band; on a serial queue a job whose `qos` is above the queue's raises the queue until it
+ *  finished, as a task of that class does (see "QoS promotion"). Submitted from a job of the same queue it stays on that worker (its local run queue)
  *  and draws another worker only once a second one waits there: a task's next part is most
  *  often the one thing a job leaves behind (if that job then blocks where the core cannot see,
  *  the blocked-worker monitor draws a worker for it). The caller frees `context`, in fn. Returns 0,
@@ -404,8 +420,12 @@ int op_queue_set_tracking(op_queue_t *queue, op_task_fn release_context);
  *  must not list, cancel all on, or add a barrier to the same queue. No-op without tracking. */
 void op_queue_for_each(op_queue_t *queue, void (*fn)(op_task_t *task, void *arg), void *arg);
 
-/** Cancels every unfinished tracked task, barriers included. No-op without tracking. */
-void op_queue_cancel_all(op_queue_t *queue);
+/** Cancels every unfinished tracked task, barriers included (jobs are not tracked: they run).
+ *  Returns 0, or EINVAL for NULL or a queue without tracking (op_queue_set_tracking): such a
+ *  queue keeps no list of its tasks, so nothing is cancelled; cancel its tasks one by one
+ *  (op_task_cancel) or turn tracking on before the first submit. (It returned void, doing
+ *  nothing on such a queue; a caller that ignores the result still compiles and links.) */
+int op_queue_cancel_all(op_queue_t *queue);
 
 /** Submits a barrier: `task` starts only after every task submitted to the queue before it
  *  finished, and every task submitted after it waits until it finished. Needs tracking.
@@ -563,9 +583,17 @@ int op_runtime_nice_floor(void);
 bool op_runtime_negative_nice_allowed(void);
 /** The lowest nice value the process may set at any time (-20 with CAP_SYS_NICE). */
 int op_runtime_lowest_nice(void);
-/** True once a wanted nice value had to be clamped because privilege was missing. */
+/** True once a wanted nice value had to be clamped because privilege was missing (whether or
+ *  not it was said on stderr). */
 bool op_runtime_nice_clamped(void);
-/** Turns the one-line stderr report of a clamp on or off (default on). */
+/** Turns the one-line stderr report on or off (default on: OPERATIONS_NICE_WARNINGS). The line
+ *  is printed once per process, and only when something asked for is changed for lack of
+ *  privilege: a nice value clamped (a task's or queue's class, a thread priority), at the first
+ *  clamp; the shifted table (OP_NICE_TABLE_SHIFTED), once a class whose own value lies below
+ *  what the process may set is used (a process running only default-QoS work is told
+ *  nothing); a refused short time slice (op_runtime_short_time_slice), once userInitiated or
+ *  userInteractive is used. Call it before the first task to keep stderr quiet: a report that
+ *  comes due while it is off is dropped. */
 void op_runtime_set_clamp_warning(bool enabled);
 /** Whether that report is on (OPERATIONS_NICE_WARNINGS, then op_runtime_set_clamp_warning). */
 bool op_runtime_clamp_warning(void);
@@ -577,6 +605,11 @@ bool op_runtime_clamp_warning(void);
  *  asked, or a kernel that refused or ignored it, reported once on stderr); -1 before any worker
  *  of those classes started. Utility and background workers keep the default. */
 int64_t op_runtime_short_time_slice(void);
+/** How long, in milliseconds, the workers of a placed queue's pool (op_queue_set_cpus) stay
+ *  without work before they leave: OPERATIONS_PLACED_POOL_IDLE_MS (1 … 9223372036854), read
+ *  once, at the first call or the first time such a worker idles; 10000 when unset, or when the
+ *  value is not a whole number in that range (then said once on stderr). */
+int64_t op_runtime_placed_pool_idle_ms(void);
 /** Starts the workers of a class now (they otherwise start with the first task). */
 void op_runtime_start_workers(op_qos_t qos);
 /** Workers running for a class (0 before they started). */
