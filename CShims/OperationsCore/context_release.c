@@ -84,39 +84,37 @@ static bool op_release_reserve(op_release_buffer *buffer) {
     return true;
 }
 
-/* Releases one context where no buffer can take it (out of memory), after the fence. */
-static void op_release_now(op_queue_t *queue, void *context) {
-    pthread_mutex_lock(&queue->registry_lock);
-    pthread_mutex_unlock(&queue->registry_lock);
-    bool was = op_tls_releases.flushing;
-    op_tls_releases.flushing = true;
-    queue->release_context(context);
-    op_tls_releases.flushing = was;
+void op_release_count_ahead(op_queue_t *queue) {
+    /* relaxed: the caller holds a unit of the queue (the unfinished task's). */
+    op_queue_retain(queue);
+    /* seq_cst: before the task is finished, so before any of its units is given back. */
+    atomic_fetch_add_explicit(&queue->releasing, 1, memory_order_seq_cst);
 }
 
-void op_release_finished(op_queue_t *queue, op_task_t *task) {
-    if (!queue->release_context) return;
+void op_release_uncount(op_queue_t *queue) {
+    /* release: as a release's own subtraction. */
+    atomic_fetch_sub_explicit(&queue->releasing, 1, memory_order_release);
+    op_queue_release(queue);
+}
+
+void op_release_finished(op_queue_t *queue, op_task_t *task, bool counted) {
+    if (!queue->release_context) {
+        if (counted) op_release_uncount(queue);
+        return;
+    }
     op_release_buffer *buffer = &op_tls_releases;
     void *context = op_task_user_context(task);
-    bool held = op_tls_drain.queue == queue;
-    if (!held) {
-        /* relaxed: we hold a unit of the queue (the task's, given back after this). */
-        op_queue_retain(queue);
-        /* seq_cst: before the task's busy unit is given back (seq_cst), so a waiter that sees the
-         * queue idle sees this count. */
-        atomic_fetch_add_explicit(&queue->releasing, 1, memory_order_seq_cst);
+    bool held = !counted && op_tls_drain.queue == queue;
+    if (!held && !counted) {
+        /* A drainer of another queue, a hop worker or a thread running a task outside the
+         * queue's slots: it holds the task's unit of the queue, given back after this. (A
+         * thread that completes the task by hand counted it ahead, op_task_complete: once the
+         * task is FINISHED a worker may retire it and free the queue.) */
+        op_release_count_ahead(queue);
     }
     if (OP_UNLIKELY(!op_release_reserve(buffer))) {
-        if (held) {
-            /* Our slot keeps the queue alive, but the release may wait for it: count it as
-             * anyone else's and release it at once, outside this drain's order (rare). */
-            op_queue_retain(queue);
-            atomic_fetch_add_explicit(&queue->releasing, 1, memory_order_seq_cst);
-        }
-        op_release_now(queue, context);
-        atomic_fetch_sub_explicit(&queue->releasing, 1, memory_order_release);
-        op_queue_release(queue);
-        return;
+        /* The core never drops work (see ERRORS in the header), nor a release. */
+        op_fatal("operations: out of memory keeping a finished task's context for release");
     }
     buffer->entries[buffer->count++] = (op_release_entry){queue, context, !held};
     if (held) buffer->uncounted++;
@@ -153,6 +151,38 @@ bool op_release_pending_here(void) { return op_tls_releases.count != 0; }
 
 bool op_release_in_progress_here(void) { return op_tls_releases.flushing; }
 
+/* Releases `count` counted entries (the fence with listings, the releases, the settling); the
+ * caller set `flushing`. */
+static void op_release_entries(const op_release_entry *entries, uint32_t count) {
+    /* The fence with listings, once per queue of the batch (entries of one queue are mostly
+     * adjacent: a drain's). */
+    op_queue_t *fenced = NULL;
+    for (uint32_t i = 0; i < count; i++) {
+        op_queue_t *queue = entries[i].queue;
+        if (queue == fenced) continue;
+        OP_RACE_WINDOW("release: before the fence with listings");
+        pthread_mutex_lock(&queue->registry_lock);
+        pthread_mutex_unlock(&queue->registry_lock);
+        fenced = queue;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        OP_RACE_WINDOW("release: before releasing a finished context");
+        entries[i].queue->release_context(entries[i].context);
+    }
+    /* Settle per run of one queue: one subtraction and one reference drop each. */
+    for (uint32_t i = 0; i < count;) {
+        op_queue_t *queue = entries[i].queue;
+        uint32_t run = 0;
+        while (i < count && entries[i].queue == queue) {
+            run++;
+            i++;
+        }
+        /* release: a waiter that sees the count drop sees the contexts released. */
+        atomic_fetch_sub_explicit(&queue->releasing, run, memory_order_release);
+        op_queue_release_many(queue, run); /* may free the queue */
+    }
+}
+
 void op_release_flush(void) {
     op_release_buffer *buffer = &op_tls_releases;
     /* Every entry must be counted (op_release_adopt): the caller holds no unit of their queues. */
@@ -166,33 +196,7 @@ void op_release_flush(void) {
         buffer->entries = NULL;
         buffer->count = 0;
         buffer->capacity = 0;
-        /* The fence with listings, once per queue of the batch (entries of one queue are mostly
-         * adjacent: a drain's). */
-        op_queue_t *fenced = NULL;
-        for (uint32_t i = 0; i < count; i++) {
-            op_queue_t *queue = entries[i].queue;
-            if (queue == fenced) continue;
-            OP_RACE_WINDOW("release: before the fence with listings");
-            pthread_mutex_lock(&queue->registry_lock);
-            pthread_mutex_unlock(&queue->registry_lock);
-            fenced = queue;
-        }
-        for (uint32_t i = 0; i < count; i++) {
-            OP_RACE_WINDOW("release: before releasing a finished context");
-            entries[i].queue->release_context(entries[i].context);
-        }
-        /* Settle per run of one queue: one subtraction and one reference drop each. */
-        for (uint32_t i = 0; i < count;) {
-            op_queue_t *queue = entries[i].queue;
-            uint32_t run = 0;
-            while (i < count && entries[i].queue == queue) {
-                run++;
-                i++;
-            }
-            /* release: a waiter that sees the count drop sees the contexts released. */
-            atomic_fetch_sub_explicit(&queue->releasing, run, memory_order_release);
-            op_queue_release_many(queue, run); /* may free the queue */
-        }
+        op_release_entries(entries, count);
         if (buffer->entries == NULL) {
             /* Keep the allocation for the next batch. */
             buffer->entries = entries;
@@ -204,18 +208,83 @@ void op_release_flush(void) {
     buffer->flushing = false;
 }
 
-void op_release_flush_if_safe(void) {
-    if (op_tls_queue != NULL || op_tls_drain.queue != NULL) return;
+/* What a worker shows the blocked-worker monitor while it releases contexts (user code that may
+ * block where the core cannot see, as a body may): it holds no slot, so it lends none, but it
+ * is counted blocked, so a spare stands in for it while work waits. */
+static bool op_release_token_lend_slot(op_token *token, op_local_run_queue_t *ring) {
+    (void)token;
+    (void)ring;
+    return false;
+}
+static void op_release_token_take_back_slot(op_token *token) { (void)token; }
+static const op_token_class op_release_token_class = {
+    .drain = NULL, /* never pushed into a pool */
+    .lend_slot = op_release_token_lend_slot,
+    .take_back_slot = op_release_token_take_back_slot,
+};
+static op_token op_release_token = {.cls = &op_release_token_class};
+
+void op_release_flush_on_worker(void) {
+    if (op_tls_releases.count == 0) return;
+    op_worker_body_begin(&op_release_token);
     op_release_flush();
+    op_worker_body_end();
+}
+
+void op_release_flush_if_safe(void) {
+    op_queue_t *running = op_tls_queue, *draining = op_tls_drain.queue;
+    if (running == NULL && draining == NULL) {
+        op_release_flush();
+        return;
+    }
+    /* In a body or a drain: release now what belongs to other queues (this thread holds no unit
+     * of them: as safe as Foundation's release at the finish, and a context held here while the
+     * body goes on to wait for its queue would make that wait wait for itself), and keep this
+     * queue's for the end of the body or drain. */
+    op_release_buffer *buffer = &op_tls_releases;
+    if (buffer->flushing) return;
+    buffer->flushing = true;
+    for (;;) {
+        uint32_t kept = 0, taken = 0;
+        op_release_entry *now = NULL;
+        for (uint32_t i = 0; i < buffer->count; i++) {
+            op_release_entry entry = buffer->entries[i];
+            bool mine = entry.queue == running || entry.queue == draining || !entry.counted;
+            if (mine) {
+                buffer->entries[kept++] = entry;
+                continue;
+            }
+            if (!now) now = malloc((size_t)buffer->count * sizeof *now);
+            if (!now) { /* out of memory: leave them for the end of the body */
+                buffer->entries[kept++] = entry;
+                continue;
+            }
+            now[taken++] = entry;
+        }
+        buffer->count = kept;
+        if (taken == 0) {
+            free(now);
+            break;
+        }
+        op_release_entries(now, taken); /* may append more: the loop looks again */
+        free(now);
+    }
+    buffer->flushing = false;
 }
 
 int op_release_wait(op_queue_t *queue, int64_t deadline) {
     /* Not from inside a release: see the file comment. */
     if (op_tls_releases.flushing) return 0;
+    /* Nor for the contexts this thread keeps itself (a body's completion of a task of this queue,
+     * kept for the end of the body): only it can release them, and it is the one waiting. */
+    uint64_t mine = 0;
+    for (uint32_t i = 0; i < op_tls_releases.count; i++) {
+        if (op_tls_releases.entries[i].queue == queue && op_tls_releases.entries[i].counted) mine++;
+    }
     int64_t start = op_now_ns();
     long pause_ns = 1000;
     /* acquire: the releases are visible once the count dropped. */
-    while (atomic_load_explicit(&queue->releasing, memory_order_acquire) != 0) {
+    while (atomic_load_explicit(&queue->releasing, memory_order_acquire) > mine) {
         int64_t now = op_now_ns();
         if (deadline >= 0 && now >= deadline) return ETIMEDOUT;
         if (now - start < OP_WAIT_SPIN_NS) {

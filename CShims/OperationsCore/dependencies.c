@@ -268,7 +268,9 @@ static inline bool op_task_finishing_here(const op_task_t *task) {
     return false;
 }
 
-static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
+/* `release_counted`: the caller counted the task's context for release ahead (op_task_complete,
+ * which may not hold the queue once the task is FINISHED: op_release_count_ahead). */
+static bool op_task_finish_claimed(op_task_t *task, uint32_t old, bool release_counted) {
     /* The finish hand-off applies to this finish's dependents only: not to what its on_finish
      * callback or a release in the loop below may make ready (they run code of the caller's). */
     op_drain *drain = &op_tls_drain;
@@ -327,7 +329,7 @@ static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
     if ((old & OP_STATE_SUBMITTED) && !(task->flags & OP_TASK_IS_JOB)) {
         /* (A job is never tracked, even on a tracking queue.) */
         op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_relaxed);
-        if (OP_UNLIKELY(queue->tracking)) op_release_finished(queue, task);
+        if (OP_UNLIKELY(queue->tracking)) op_release_finished(queue, task, release_counted);
     }
     return true;
 }
@@ -337,7 +339,7 @@ bool op_task_finish(op_task_t *task) {
      * WAITERS bit set by a waiter is seen (acquire). */
     uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_FINISHED, memory_order_acq_rel);
     if (old & OP_STATE_FINISHED) return false;
-    return op_task_finish_claimed(task, old | OP_STATE_FINISHED);
+    return op_task_finish_claimed(task, old | OP_STATE_FINISHED, false);
 }
 
 void op_task_cancel(op_task_t *task) {
@@ -360,20 +362,28 @@ int op_task_complete(op_task_t *task) {
         /* Never submitted: the caller ran it. The CAS keeps a concurrent submit out. */
         if (atomic_compare_exchange_weak_explicit(&task->state, &state, state | OP_STATE_FINISHED,
                                                   memory_order_acq_rel, memory_order_acquire)) {
-            op_task_finish_claimed(task, state | OP_STATE_FINISHED);
+            op_task_finish_claimed(task, state | OP_STATE_FINISHED, false); /* never submitted */
             return 0;
         }
     }
     if (!(task->flags & OP_TASK_MANUAL_COMPLETION)) return EBUSY;
     OP_RACE_WINDOW("complete: before FINISHED");
     op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_acquire);
+    /* A tracking queue's context is counted for release now, while the unfinished task keeps the
+     * queue busy and alive: once FINISHED is set a worker may retire the task and give back its
+     * last unit (found by review: the count taken after that touched a freed queue). */
+    bool counted = queue->tracking && !(task->flags & OP_TASK_IS_JOB);
+    if (counted) op_release_count_ahead(queue);
     /* acq_rel: FINISHED and the worker's RUNNING (drain.c) are read-modify-writes of one word,
      * so exactly one of the two comes first: a worker that takes the task after this retires it
      * without its body, and one that took it before runs the body and settles as usual. */
     uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_FINISHED, memory_order_acq_rel);
-    if (old & OP_STATE_FINISHED) return EALREADY;
+    if (old & OP_STATE_FINISHED) {
+        if (counted) op_release_uncount(queue); /* our queue reference keeps it alive for this */
+        return EALREADY;
+    }
     OP_RACE_WINDOW("complete: finished, before settling the queue");
-    op_task_finish_claimed(task, old | OP_STATE_FINISHED);
+    op_task_finish_claimed(task, old | OP_STATE_FINISHED, counted);
     if (!(old & OP_STATE_RUNNING)) {
         /* Finished before its queue started it (an asynchronous operation that finished itself
          * while queued, or while a dependency still held it). Its queue retires it when it

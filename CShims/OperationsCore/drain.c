@@ -359,7 +359,7 @@ void op_drain_run_outside_width(op_queue_t *queue, op_task_t *task, op_token *to
         op_task_release(task);       /* the queue's reference */
         op_queue_busy_sub(queue, 1); /* the task's unit: our last touch, may free the queue */
     }
-    op_release_flush(); /* what the body or the finish released: we hold nothing of the queue */
+    op_release_flush_on_worker(); /* what the body or the finish released: we hold nothing of it */
 }
 
 static void op_drain_token_run(op_token *token);
@@ -367,7 +367,7 @@ static void op_drain_token_run(op_token *token);
 void op_drain_token(op_token *token) {
     op_drain_token_run(token);
     /* We hold nothing of the queue now: release the contexts of what we finished. */
-    op_release_flush();
+    op_release_flush_on_worker();
 }
 
 static void op_drain_token_run(op_token *token) {

@@ -86,7 +86,7 @@ static void op_hop_drain(op_token *token) {
     }
     /* Contexts the body's completions finished (context_release.c): only now, the hopper's
      * slot given back to its drainer, may their releases wait for the queue. */
-    op_release_flush();
+    op_release_flush_on_worker();
 }
 
 /* The monitor saw the hopped body asleep: the queue's slot (held by the sleeping drainer) is

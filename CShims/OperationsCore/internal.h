@@ -345,7 +345,15 @@ static inline uint32_t op_slots_idle(uint64_t word) { return (uint32_t)(word >> 
  * nothing of their queue. */
 /* The graph's finish of a task of tracking `queue` (after RELEASED; the finisher holds a unit of
  * the queue): buffers its context on this thread. */
-void op_release_finished(op_queue_t *queue, op_task_t *task);
+void op_release_finished(op_queue_t *queue, op_task_t *task, bool counted);
+/* op_task_complete, before it finishes a task of tracking `queue` (the unfinished task holds the
+ * queue): counts its context as waiting for release and takes a reference on the queue, which
+ * the buffered context then owns (`counted` above); op_release_uncount undoes it when the
+ * completion lost to another finish. */
+void op_release_count_ahead(op_queue_t *queue);
+void op_release_uncount(op_queue_t *queue);
+/* op_release_flush on a worker between tasks, shown to the blocked-worker monitor as a body. */
+void op_release_flush_on_worker(void);
 /* A drainer leaving `queue` (before its units go): counts the contexts it buffered for it. */
 void op_release_adopt(op_queue_t *queue);
 /* Whether this thread buffers a batch: a drainer then leaves its queue to release it. */

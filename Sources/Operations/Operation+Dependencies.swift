@@ -44,8 +44,16 @@ extension Operation {
             withExtras { $0.dependencyGeneration += 1 }
             // The announcement re-reads `isReady` and tells observers; a plain BlockOperation
             // (its isReady is ours) without observers has nobody to tell, and the core makes it
-            // ready: W4–W6 add no registration per edge.
-            if lateAndUnfinished || needsReadinessAnnouncements { operation.registerDependent(self) }
+            // ready: W4–W6 add no registration per edge. Unless it has a late dependency: then
+            // its queue may hold it back by the Swift layer's own readiness hold (runFromQueue),
+            // which only an announcement lifts, and the core, which accepts this dependency
+            // while it holds the task, does not announce (seed 2397465958266045583: a plain
+            // operation held for one late dependency got a second one, accepted by the core,
+            // and waited for ever once both finished).
+            if lateAndUnfinished || needsReadinessAnnouncements
+                || state.load(ordering: .acquiring) & State.lateDependencies != 0 {
+                operation.registerDependent(self)
+            }
         }
         didChangeValue(forKey: "dependencies")
         if lateAndUnfinished {
@@ -188,7 +196,9 @@ extension Operation {
         // false: on the current path; true: explored, no cycle through it.
         var explored: [ObjectIdentifier: Bool] = [:]
         // The current path: each operation with its dependencies and the next one to look at.
-        var path: [(operation: Operation, dependencies: [Operation], next: Int)] = []
+        // The list as the operation keeps it (one inline dependency, no array made: a chain of
+        // 10^6 costs no allocation per step).
+        var path: [(operation: Operation, dependencies: DependencyList, next: Int)] = []
         var visited = 0
         func enter(_ operation: Operation) -> CycleSearch? {
             if operation.isFinished || operation.isCancelled { return nil }
@@ -201,7 +211,7 @@ extension Operation {
             visited += 1
             if visited > visitLimit { return CycleSearch(cycle: nil, stoppedAtLimit: true) }
             explored[id] = false
-            path.append((operation, operation.dependencies, 0))
+            path.append((operation, operation.dependencyList, 0))
             return nil
         }
         for root in roots {

@@ -98,6 +98,12 @@ struct DependencyList {
         return predicate(first) && rest.allSatisfy(predicate)
     }
 
+    /// How many dependencies it holds.
+    var count: Int { first == nil ? 0 : 1 + rest.count }
+
+    /// The dependency at `index` (0 is the first added).
+    subscript(index: Int) -> Operation { index == 0 ? first! : rest[index - 1] }
+
     /// Calls `body` for each dependency in order.
     func forEach(_ body: (Operation) -> Void) {
         guard let first else { return }

@@ -322,6 +322,31 @@ final class Timeline: @unchecked Sendable {
         waitUntilAllOperationsAreFinished(running)
     }
 
+    // Found by the liveness fuzzer's grammar 2 (seed 2397465958266045583): a plain operation
+    // given a dependency while it waits ready in its queue is held back by it (late); its queue
+    // takes it, finds it not ready and holds it. A second dependency added then must release it
+    // too once both finished: the core accepted that one (it held the task) and nobody
+    // announced its finish, so the operation waited for ever.
+    @Test func D3_aSecondDependencyOfAnOperationHeldForALateOneReleasesItWhenBothFinish() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let ran = Latch()
+        let held = BlockOperation { ran.open() }
+        let first = BlockOperation {}
+        let second = BlockOperation {}
+        queue.addOperation(held)           // ready in its queue
+        held.addDependency(first)          // a late dependency: holds it back
+        queue.isSuspended = false          // the queue takes it, finds it not ready, holds it
+        quietPeriod()                      // (time for that; the test passes either way if not)
+        held.addDependency(second)
+        #expect(!held.isReady)
+        first.start()
+        second.start()
+        waitFor(ran, "the operation held for two late dependencies, once both finished")
+        waitUntilAllOperationsAreFinished(queue)
+        withExtendedLifetime((first, second)) {}
+    }
+
     @Test func D3_removingADependencyThatIsNotOneChangesNothing() {
         let a = BlockOperation {}
         let b = BlockOperation {}

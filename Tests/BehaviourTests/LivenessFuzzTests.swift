@@ -171,6 +171,17 @@ enum LivenessSeeds {
         //   waited there for more than 10 s while the utility pool idled (seen under the whole
         //   suite's load only; StrandedTokenTests makes it certain).
         LivenessRegressionSeed(seed: 16981687388880741592, pattern: "QoS changes while the old class's workers are busy elsewhere", knownHangOnOperations: false),
+        // Grammar 2 (issue 33), found by the widened fuzzer while the release of finished
+        // operations moved to their finishing threads: a completion block cancelled its queue,
+        // finishing cancel-finishing asynchronous operations on the completion worker, which kept
+        // their releases for the end of its turn; a later completion block on the same worker
+        // waited for that queue, whose wait waited for those releases (it hung 2 runs in 3).
+        LivenessRegressionSeed(seed: 2910176597549740461, pattern: "a completion block finishes operations, the next waits for their queue", knownHangOnOperations: false, grammar: 2),
+        // Grammar 2, a defect older than issue 33: a plain operation that its queue held back for
+        // a late dependency (the Swift layer's readiness hold) got a second dependency, which the
+        // core accepted (it held the task) and which announced nothing when it finished: the
+        // operation waited for ever (DependencyTests.D3_aSecondDependencyOfAnOperationHeldForALateOneReleasesItWhenBothFinish).
+        LivenessRegressionSeed(seed: 2397465958266045583, pattern: "a second late dependency of a held plain operation", knownHangOnOperations: false, grammar: 2),
     ]
 }
 

@@ -152,6 +152,94 @@ struct RegistryTests {
         #expect(values["released"] == values["submitted"], "\(result)")
     }
 
+    /// Found by review of issue 33's release change: a body of queue A completes a task X of
+    /// tracking queue B, then waits for B. X's context must not wait for the end of A's drain
+    /// (where it was kept at first), or the wait waits for itself: it is released before the
+    /// completion returns, since the body holds nothing of B.
+    @Test func aBodyThatCompletesATaskOfAnotherQueueCanThenWaitForThatQueue() throws {
+        final class Probe: Sendable {
+            let released = Atomic<Int>(0)
+            let waitRc = Atomic<Int32>(-1)
+            let task = Locked<OpaquePointer?>(nil)
+            let other = Locked<OpaquePointer?>(nil)
+        }
+        let probe = Probe()
+        let a = try makeQueue("release-self-wait-a", width: 1)
+        defer { op_queue_release(a) }
+        let b = try makeQueue("release-self-wait-b")
+        defer { op_queue_release(b) }
+        #expect(op_queue_set_tracking(b, { context in
+            Unmanaged<Probe>.fromOpaque(context!).takeUnretainedValue().released.add(1, ordering: .relaxed)
+        }) == 0)
+        let x = try makeTask(emptyBody, contextPointer(probe), flags: UInt32(OP_TASK_MANUAL_COMPLETION))
+        defer { op_task_release(x) }
+        probe.task.withLock { $0 = x }
+        probe.other.withLock { $0 = b }
+        #expect(op_queue_submit(b, x) == 0)
+        #expect(eventually { op_task_is_executing(x) })
+        let y = try makeTask({ context in
+            let probe = Unmanaged<Probe>.fromOpaque(context!).takeUnretainedValue()
+            _ = op_task_complete(probe.task.withLock { $0 }!)
+            probe.waitRc.store(op_queue_wait(probe.other.withLock { $0 }!, 3_000_000_000), ordering: .relaxed)
+        }, contextPointer(probe))
+        defer { op_task_release(y) }
+        #expect(op_queue_submit(a, y) == 0)
+        #expect(op_task_wait(y, Limits.waitNs) == 0)
+        let rc = probe.waitRc.load(ordering: .relaxed)
+        #expect(rc == 0, "op_queue_wait(B) from a body of A that completed B's task returned \(errnoName(rc))")
+        #expect(probe.released.load(ordering: .relaxed) == 1)
+    }
+
+    /// Found by review of issue 33's release change: op_task_complete on a task still queued
+    /// behind another, whose queue lives only on its busy units (its handle dropped), while the
+    /// finish takes a while (on_finish): the worker retires the finished task and frees the queue
+    /// meanwhile, and the count of the context for release came after that, on freed memory
+    /// (AddressSanitizer, in CI's run of these tests). Kept, the queue's wait returned before the
+    /// context was counted, so before it was released. Now it is counted before the finish.
+    @Test(arguments: [false, true])
+    func aCompletionOfAQueuedTaskIsCountedForReleaseBeforeItFinishes(keepTheQueue: Bool) throws {
+        final class Probe: Sendable { let released = Atomic<Int>(0) }
+        let probe = Probe()
+        let queue = try makeQueue("release-count-ahead", width: 1)
+        #expect(op_queue_set_tracking(queue, { context in
+            Unmanaged<Probe>.fromOpaque(context!).takeUnretainedValue().released.add(1, ordering: .relaxed)
+        }) == 0)
+        let blocker = try makeTask({ _ in usleep(5_000) }, contextPointer(probe))
+        let x = try makeTask(emptyBody, contextPointer(probe), flags: UInt32(OP_TASK_MANUAL_COMPLETION),
+                             onFinish: { _ in usleep(50_000) })
+        defer {
+            op_task_release(blocker)
+            op_task_release(x)
+        }
+        #expect(op_queue_submit(queue, blocker) == 0)
+        #expect(op_queue_submit(queue, x) == 0) // queued behind the blocker on the serial queue
+        if !keepTheQueue { op_queue_release(queue) } // it lives on its busy units
+        let handle = Locked<OpaquePointer?>(x)
+        let completer = onNewThread { _ = op_task_complete(handle.withLock { $0 }!) }
+        if keepTheQueue {
+            usleep(1_000)
+            #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+            #expect(probe.released.load(ordering: .relaxed) == 2, "the wait returned before the completed task's context was released")
+            op_queue_release(queue)
+        }
+        #expect(completer.wait(seconds: Limits.waitSeconds))
+        #expect(eventually { probe.released.load(ordering: .relaxed) == 2 })
+    }
+
+    /// Found by review of issue 33's release change: a release that blocks where the core cannot
+    /// see (a deinit waiting on a semaphore for work of its own class) runs on a worker between
+    /// tasks, which the blocked-worker monitor did not look at: with one worker per class (one
+    /// CPU) that work never ran. Now a releasing worker shows the monitor a body, and a spare
+    /// stands in for it (release_block_probe.c, pinned to one CPU).
+    @Test func aReleaseThatBlocksInvisiblyGetsASpareStandingInForItsWorker() async throws {
+        let path = try await ProbeBuilder.shared.binary("release_block_probe").get()
+        let result = await runChild(path, [], environment: childEnvironment(), seconds: 60, backtraceOnTimeout: true)
+        try #require(!result.timedOut, "the release-block probe did not exit:\n\(result)")
+        #expect(result.values["in_body"] == "ran", "the control case (the same wait in a body) did not run:\n\(result)")
+        #expect(result.values["in_release"] == "ran", "the work a blocked release waits for never ran:\n\(result)")
+        #expect(result.exitCode == 0, "\(result)")
+    }
+
     /// Issue 33, item 8: a timed op_queue_wait keeps its deadline while the queue's finished
     /// contexts are released slowly (2 ms each). It helped release them before, in slices of
     /// 128: a 10 ms wait took 0.88 s.

@@ -464,7 +464,9 @@ int op_queue_wait(op_queue_t *queue, int64_t timeout_ns);
  *  (after the op_queue_wait waiters are woken, before the queue's context is released), so fn
  *  must be short and must not block. Notices run in the order they were registered. It never
  *  blocks, so it may be called from anywhere, a body of the queue included. The caller keeps a
- *  handle on the queue until fn has run. Returns 0, EINVAL (NULL) or ENOMEM. */
+ *  handle on the queue until fn has run. Unlike op_queue_wait it does not wait for the release
+ *  of finished tasks' contexts (op_queue_set_tracking): those of the last tasks may still be on
+ *  their way when fn runs. Returns 0, EINVAL (NULL) or ENOMEM. */
 int op_queue_notify_idle(op_queue_t *queue, op_task_fn fn, void *context);
 
 /** The queue whose task body runs on the calling thread, or NULL. Not retained. */
