@@ -26,9 +26,18 @@ let package = Package(
             cSettings: [.define("_GNU_SOURCE")],
             linkerSettings: [.linkedLibrary("numa"), .linkedLibrary("pthread"), .linkedLibrary("m")]
         ),
+        // The Swift layer. Users do not import it: they import Operations, the facade below.
+        .target(
+            name: "OperationsImplementation",
+            dependencies: ["OperationsCore"],
+            path: "Sources/OperationsImplementation"
+        ),
+        // The module users import: it re-exports Foundation and the implementation, with the
+        // four types Foundation also declares re-exported by scoped imports, so that they win
+        // also in files that import Foundation or XCTest (Sources/Operations/Exports.swift).
         .target(
             name: "Operations",
-            dependencies: ["OperationsCore"],
+            dependencies: ["OperationsImplementation"],
             path: "Sources/Operations"
         ),
         .target(
@@ -61,7 +70,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OperationsTests",
-            dependencies: ["Operations", "OperationsCore", "OperationsTestSupport"],
+            dependencies: ["Operations", "OperationsImplementation", "OperationsCore", "OperationsTestSupport"],
             path: "Tests/OperationsTests"
         ),
     ],
