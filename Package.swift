@@ -68,6 +68,24 @@ let package = Package(
             path: "Tests/BehaviourTestsOnFoundation",
             swiftSettings: [.define("BEHAVIOUR_ON_FOUNDATION")]
         ),
+        // Test files migrated by the one-line swap: they import XCTest (which re-exports
+        // Foundation), or Foundation, beside Operations, with no scoped imports, and depend on
+        // the Operations product alone, as a client's test targets do. The second is
+        // swift-corelibs-foundation's own TestOperationQueue.swift, unchanged but for the
+        // imports; in the Swift 5 language mode, since the toolchain's XCTest makes its
+        // waitForExpectations calls errors in Swift 6 mode (corelibs builds it against its own
+        // XCTest).
+        .testTarget(
+            name: "SwapInTestFilesTests",
+            dependencies: ["Operations"],
+            path: "Tests/SwapInTestFilesTests"
+        ),
+        .testTarget(
+            name: "SwapInCorelibsTests",
+            dependencies: ["Operations"],
+            path: "Tests/SwapInCorelibsTests",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .testTarget(
             name: "OperationsTests",
             dependencies: ["Operations", "OperationsImplementation", "OperationsCore", "OperationsTestSupport"],

@@ -24,7 +24,8 @@
 //   `Foundation.OperationQueue` still names Foundation's queue.
 //
 // Tests/OperationsTests/ImportRouteTests type-checks client files of each kind in the Swift 5
-// and Swift 6 language modes; see "Moving from Foundation" in the documentation catalog.
+// and Swift 6 language modes; Tests/SwapInTestFilesTests is such a test target; see "Moving from
+// Foundation" in the documentation catalog.
 @_exported import Foundation
 @_exported import class OperationsImplementation.Operation
 @_exported import class OperationsImplementation.BlockOperation
