@@ -26,9 +26,18 @@ let package = Package(
             cSettings: [.define("_GNU_SOURCE")],
             linkerSettings: [.linkedLibrary("numa"), .linkedLibrary("pthread"), .linkedLibrary("m")]
         ),
+        // The Swift layer. Users do not import it: they import Operations, the facade below.
+        .target(
+            name: "OperationsImplementation",
+            dependencies: ["OperationsCore"],
+            path: "Sources/OperationsImplementation"
+        ),
+        // The module users import: it re-exports Foundation and the implementation, with the
+        // four types Foundation also declares re-exported by scoped imports, so that they win
+        // also in files that import Foundation or XCTest (Sources/Operations/Exports.swift).
         .target(
             name: "Operations",
-            dependencies: ["OperationsCore"],
+            dependencies: ["OperationsImplementation"],
             path: "Sources/Operations"
         ),
         .target(
@@ -59,9 +68,27 @@ let package = Package(
             path: "Tests/BehaviourTestsOnFoundation",
             swiftSettings: [.define("BEHAVIOUR_ON_FOUNDATION")]
         ),
+        // Test files migrated by the one-line swap: they import XCTest (which re-exports
+        // Foundation), or Foundation, beside Operations, with no scoped imports, and depend on
+        // the Operations product alone, as a client's test targets do. The second is
+        // swift-corelibs-foundation's own TestOperationQueue.swift, unchanged but for the
+        // imports; in the Swift 5 language mode, since the toolchain's XCTest makes its
+        // waitForExpectations calls errors in Swift 6 mode (corelibs builds it against its own
+        // XCTest).
+        .testTarget(
+            name: "SwapInTestFilesTests",
+            dependencies: ["Operations"],
+            path: "Tests/SwapInTestFilesTests"
+        ),
+        .testTarget(
+            name: "SwapInCorelibsTests",
+            dependencies: ["Operations"],
+            path: "Tests/SwapInCorelibsTests",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .testTarget(
             name: "OperationsTests",
-            dependencies: ["Operations", "OperationsCore", "OperationsTestSupport"],
+            dependencies: ["Operations", "OperationsImplementation", "OperationsCore", "OperationsTestSupport"],
             path: "Tests/OperationsTests"
         ),
     ],

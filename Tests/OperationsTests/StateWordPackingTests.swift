@@ -4,7 +4,7 @@
 // pure arithmetic on synthetic tagged addresses, the side table with synthetic tagged values,
 // and real operations through the side-table form by forcing it (`setSideTableForced`; the
 // whole behaviour suite runs that way with OPERATIONS_FORCE_SIDE_TABLE=1).
-@testable import Operations
+@testable import OperationsImplementation
 import OperationsCore
 import Testing
 

@@ -1,7 +1,7 @@
-// A file that keeps `import Foundation` beside `import Operations` (or imports a module that
-// re-exports Foundation, as XCTest does): both modules then offer OperationQueue, Operation,
-// BlockOperation and QualityOfService, and unqualified uses are ambiguous. Scoped imports of
-// this package's four types take precedence over the whole-module imports.
+// A file that keeps `import Foundation` beside `import Operations` with the scoped imports that
+// "Moving from Foundation" asked for before the facade (0.9.0): they are no longer needed
+// (BesideFoundationUnscoped.swift), and must keep compiling where users wrote them. The facade
+// declares the four names itself, so `import class Operations.OperationQueue` finds one type.
 import Foundation
 import Operations
 import class Operations.OperationQueue
