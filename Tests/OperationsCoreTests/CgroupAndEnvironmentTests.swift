@@ -213,7 +213,7 @@ struct EnvironmentDocumentationTests {
     @Test func everyVariableTheRuntimeReadsIsInTheThreeTables() throws {
         let fileManager = FileManager.default
         var sources: [String] = PackageLayout.coreSources
-        for folder in ["Sources/Operations", "Sources/OperationsNetworking"] {
+        for folder in ["Sources/Operations", "Sources/OperationsImplementation", "Sources/OperationsNetworking"] {
             let directory = PackageLayout.root.appendingPathComponent(folder)
             let files = (try? fileManager.contentsOfDirectory(atPath: directory.path)) ?? []
             sources += files.filter { $0.hasSuffix(".swift") }.map { directory.appendingPathComponent($0).path }
