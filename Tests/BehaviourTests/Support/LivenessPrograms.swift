@@ -28,6 +28,14 @@
 //   earlier, dependency-delayed target needs: a real deadlock on any runtime.)
 // - At most 4 blocked bodies per program: Foundation on Linux adds about one thread a second.
 // Every queue is resumed at the end.
+//
+// Grammar 2 (issue 33; grammar 1 is kept for the regression seeds found before it) adds, on top of
+// the same program: completion-block actions (wait for the own operation, an earlier one, the own
+// queue; take the program's lock, which `waitHoldingLock` steps hold while they wait; add to and
+// cancel the own queue), late dependencies added by steps in any order (kept acyclic through
+// dependencies, waits and barriers), thread priorities, and Foundation operations through a
+// queue's `foundationQueue` with dependencies among them added in any order. One seed in five of
+// grammar 2 makes a program of another shape instead (LivenessShapes.swift).
 import Testing
 
 // MARK: - Randomness
