@@ -12,4 +12,7 @@ enum FoundationAPI: OperationQueueAPI {
 }
 
 extension Foundation.OperationQueue: PerfOperationQueue {}
-extension Foundation.Operation: PerfOperation {}
+extension Foundation.Operation: PerfOperation {
+    /// Foundation on Linux has no `threadPriority`: W9's thread-priority probe runs without one.
+    func setThreadPriority(_ value: Double) {}
+}

@@ -36,7 +36,8 @@ protocol PerfOperation: AnyObject, SendableMetatype {
     associatedtype Priority: RawRepresentable<Int>
     var qualityOfService: QoS { get set }
     var queuePriority: Priority { get set }
-    var threadPriority: Double { get set }
+    /// Sets `threadPriority` where the library has it (Foundation on Linux does not).
+    func setThreadPriority(_ value: Double)
     func addDependency(_ op: Self)
     func start()
     func waitUntilFinished()
@@ -232,7 +233,7 @@ private struct OperationProbeTarget<API: OperationQueueAPI>: ProbeTarget {
         if case .oneQueue(let probeThreadPriority) = layout {
             op.qualityOfService = kind == .probe ? probeQoS : loadQoS
             if kind == .probe { op.queuePriority = veryHigh }
-            if kind == .probe, let probeThreadPriority { op.threadPriority = probeThreadPriority }
+            if kind == .probe, let probeThreadPriority { op.setThreadPriority(probeThreadPriority) }
         }
         let queue = kind == .probe ? probeQueue : loadQueue
         slot.markSubmitted()

@@ -16,4 +16,6 @@ enum OperationsAPI: OperationQueueAPI {
 }
 
 extension Operations.OperationQueue: PerfOperationQueue {}
-extension Operations.Operation: PerfOperation {}
+extension Operations.Operation: PerfOperation {
+    func setThreadPriority(_ value: Double) { threadPriority = value }
+}
