@@ -68,6 +68,9 @@ typedef struct op_release_buffer {
     uint32_t count;
     uint32_t capacity;
     uint32_t uncounted; /* entries of op_tls_drain.queue not yet counted */
+    /* Counted entries added since op_release_flush_if_safe last looked: only then is there
+     * anything it may release in a body (O(1) for the queue's own completions, the fast path). */
+    uint32_t unlooked;
     bool flushing;      /* op_release_flush runs on this thread (its releases are user code) */
 } op_release_buffer;
 
@@ -117,7 +120,7 @@ void op_release_finished(op_queue_t *queue, op_task_t *task, bool counted) {
         op_fatal("operations: out of memory keeping a finished task's context for release");
     }
     buffer->entries[buffer->count++] = (op_release_entry){queue, context, !held};
-    if (held) buffer->uncounted++;
+    if (held) buffer->uncounted++; else buffer->unlooked++;
 }
 
 void op_release_adopt(op_queue_t *queue) {
@@ -196,6 +199,7 @@ void op_release_flush(void) {
         buffer->entries = NULL;
         buffer->count = 0;
         buffer->capacity = 0;
+        buffer->unlooked = 0;
         op_release_entries(entries, count);
         if (buffer->entries == NULL) {
             /* Keep the allocation for the next batch. */
@@ -242,9 +246,11 @@ void op_release_flush_if_safe(void) {
      * body goes on to wait for its queue would make that wait wait for itself), and keep this
      * queue's for the end of the body or drain. */
     op_release_buffer *buffer = &op_tls_releases;
-    if (buffer->flushing) return;
+    if (buffer->flushing || buffer->unlooked == 0) return;
     buffer->flushing = true;
     for (;;) {
+        /* What is kept now is this body's or drain's queue's: the end of it releases that. */
+        buffer->unlooked = 0;
         uint32_t kept = 0, taken = 0;
         op_release_entry *now = NULL;
         for (uint32_t i = 0; i < buffer->count; i++) {

@@ -371,8 +371,10 @@ int op_task_complete(op_task_t *task) {
     op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_acquire);
     /* A tracking queue's context is counted for release now, while the unfinished task keeps the
      * queue busy and alive: once FINISHED is set a worker may retire the task and give back its
-     * last unit (found by review: the count taken after that touched a freed queue). */
-    bool counted = queue->tracking && !(task->flags & OP_TASK_IS_JOB);
+     * last unit (found by review: the count taken after that touched a freed queue). Not by a
+     * drainer of the queue (a body completing its own task: the queue's fast path), whose slot
+     * keeps the queue alive and whose drain counts what it finished at its end. */
+    bool counted = queue->tracking && !(task->flags & OP_TASK_IS_JOB) && op_tls_drain.queue != queue;
     if (counted) op_release_count_ahead(queue);
     /* acq_rel: FINISHED and the worker's RUNNING (drain.c) are read-modify-writes of one word,
      * so exactly one of the two comes first: a worker that takes the task after this retires it
