@@ -471,7 +471,7 @@ static void op_drain_token_run(op_token *token) {
             /* Unlinks finished tasks from the registry (no user code: contexts are released
              * apart, context_release.c); a try-lock, left to the holder when it is busy. */
             if (compact) op_registry_compact_if_idle(queue);
-            if (op_release_batch_full()) {
+            if (op_release_batch_full() && !op_release_hand_off(queue, op_pool_qos(pool))) {
                 op_drain_leave_to_release(queue, finished);
                 return;
             }

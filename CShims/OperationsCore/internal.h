@@ -356,8 +356,12 @@ void op_release_uncount(op_queue_t *queue);
 void op_release_flush_on_worker(void);
 /* A drainer leaving `queue` (before its units go): counts the contexts it buffered for it. */
 void op_release_adopt(op_queue_t *queue);
-/* Whether this thread buffers a batch: a drainer then leaves its queue to release it. */
+/* Whether this thread buffers a batch: a drainer then hands it to a helper, or leaves its
+ * queue to release it. */
 bool op_release_batch_full(void);
+/* A drainer of `queue` with a full batch: hands it to the helper of class `qos` and goes on;
+ * false when its last batch is still out (or out of memory): it must leave to release. */
+bool op_release_hand_off(op_queue_t *queue, int qos);
 /* Releases this thread's buffered contexts; the caller holds no unit of their queues (and has
  * adopted its drain's). Re-entrant calls (from a release) return at once. */
 void op_release_flush(void);

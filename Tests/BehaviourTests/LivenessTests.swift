@@ -457,10 +457,10 @@ let livenessTestObjectsKeptAlive = Recorder<(OperationQueue, [SelfFinishingOpera
         let peak = captures.peak
         print("liveness: \(runtimeUnderTest) width \(width): peak live captures \(peak) with a backlog of \(backlog) over \(total) operations beside a CPU hog, \(onlineCPUs) CPUs")
         // The backlog (unfinished, the producer's permits) plus what finished and waits for its
-        // release: at most a batch per draining worker (context_release.c: 512 / CPUs, at least
-        // 32, so 512 up to 16 CPUs) and a few operations between a permit's signal and the
-        // operation's finish.
-        let perDrainer = max(32, 512 / onlineCPUs)
+        // release: at most two batches per draining worker (context_release.c: one buffered, one
+        // with a helper; 256 / CPUs each, at least 16, so 512 in all up to 16 CPUs) and a few
+        // operations between a permit's signal and the operation's finish.
+        let perDrainer = 2 * max(16, 256 / onlineCPUs)
         let drainers = width == 1 ? 1 : onlineCPUs
         let bound = backlog + max(1_000, perDrainer * drainers + 100)
         #expect(peak <= bound, "\(runtimeUnderTest) width \(width): \(peak) captures alive at once with a backlog of \(backlog) (bound \(bound))")
