@@ -38,6 +38,35 @@ struct ThrownForTest: Error, Equatable { let code: Int }
         #expect(operation.error == nil)
     }
 
+    // Issue 33, item 1, for a TaskOperation (CompletionBlockTests has the other kinds, on
+    // Foundation too): its completion block runs after the finish, off the queue's work, so it
+    // may wait for the operation, for its serial queue (which then runs its next operation) and
+    // take a lock that a waiter of the operation holds.
+    @Test func O7_aTaskOperationsCompletionBlockMayWaitForItsQueueAndItselfAndTakeAWaitersLock() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let lock = Lock()
+        let next = BlockOperation {}
+        let done = Latch()
+        let operation = TaskOperation { await Task.yield() }
+        operation.completionBlock = { [unowned operation] in
+            operation.waitUntilFinished()
+            next.waitUntilFinished()
+            queue.waitUntilAllOperationsAreFinished()
+            lock.withLock {}
+            done.open()
+        }
+        let waited = onNewThread {
+            lock.withLock {
+                queue.addOperation(operation)
+                queue.addOperation(next)
+                operation.waitUntilFinished()
+            }
+        }
+        #expect(waited.wait(seconds: Limits.waitSeconds), "the wait holding the lock its completion block takes did not return")
+        #expect(done.wait(seconds: Limits.waitSeconds), "the TaskOperation's completion block did not finish its waits")
+    }
+
     @Test func addition_errorHoldsWhatTheBodyThrew() async {
         let operation = TaskOperation {
             await Task.yield()
