@@ -316,6 +316,17 @@ static bool op_task_finish_claimed(op_task_t *task, uint32_t old, bool release_c
         op_task_release(dependent); /* may free the edge: `next` was read first */
         edge = next;
     }
+    /* A tracking queue's context is given back soon, on this thread (context_release.c). Before
+     * RELEASED: from then on a waiter may drop the last reference on the task (its finisher need
+     * not hold one: CI's ThreadSanitizer run saw the task's memory reused while this read it).
+     * The queue lives: the finisher holds the task's unit of it (or counted it ahead, holding a
+     * reference). relaxed: SUBMITTED (in `old`, read by the RMW that claimed the finish)
+     * ordered the pointer. */
+    if ((old & OP_STATE_SUBMITTED) && !(task->flags & OP_TASK_IS_JOB)) {
+        /* (A job is never tracked, even on a tracking queue.) */
+        op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_relaxed);
+        if (OP_UNLIKELY(queue->tracking)) op_release_finished(queue, task, release_counted);
+    }
     OP_RACE_WINDOW("finish: dependents released, before RELEASED");
     /* acq_rel: a waiter that acquires RELEASED sees the count-downs above (release), and we see
      * the WAITERS bit of a waiter that went to sleep after FINISHED (acquire): one word, so
@@ -323,14 +334,6 @@ static bool op_task_finish_claimed(op_task_t *task, uint32_t old, bool release_c
     uint32_t before =
         atomic_fetch_or_explicit(&task->state, OP_STATE_RELEASED, memory_order_acq_rel);
     if (before & OP_STATE_WAITERS) op_futex_wake(&task->state, INT32_MAX);
-    /* A tracking queue's context is given back soon, on this thread (context_release.c). The
-     * queue lives: the finisher holds the task's unit of it until after this. relaxed: SUBMITTED
-     * (in `old`, read by the RMW that claimed the finish) ordered the pointer. */
-    if ((old & OP_STATE_SUBMITTED) && !(task->flags & OP_TASK_IS_JOB)) {
-        /* (A job is never tracked, even on a tracking queue.) */
-        op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_relaxed);
-        if (OP_UNLIKELY(queue->tracking)) op_release_finished(queue, task, release_counted);
-    }
     return true;
 }
 
