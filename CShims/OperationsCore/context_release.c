@@ -1,7 +1,7 @@
 /*
  * context_release.c — a tracking queue's finished tasks give their contexts back (release_context:
  * the Swift layer drops the queue's reference to the operation, and with it what the operation's
- * closures hold) soon after their finish, on the thread that finished them, at a point where that
+ * closures hold) soon after their finish, on the thread that settled them, at a point where that
  * thread holds no unit of the queue: as Foundation drops an operation right after its finish.
  *
  * Why not at the finish itself: the release runs user code (a deinit) that may wait for the very
@@ -10,11 +10,18 @@
  * (the maintenance queue at background class, as before): a loaded machine starved it, and a queue
  * kept busy held 9 600–53 000 finished operations alive (Foundation: 5 003) (issue 33, item 7).
  *
- * So each thread keeps the contexts it finished in a buffer of its own (no shared word per task)
- * and releases them when it holds nothing of their queues:
- *   - a worker, when its drain of a queue ends (drain.c: the queue ran dry, was suspended, its
- *     budget ran out, a body handed the slot to an asynchronous task) — back in the worker's loop,
- *     before it looks for the next token (worker_pool.c);
+ * Who takes a context: the thread that gives back the finished task's unit of its queue (its
+ * busy unit: drain.c once the task is retired or finished on a worker, op_task_complete when it
+ * settles a task whose body had returned). That thread holds the queue until then, so reading
+ * it is safe; a thread that only finishes the task (op_task_complete of a task still queued or
+ * still running its body) touches no queue: the worker that retires it or whose body returns
+ * takes the context. (Taken at the finish instead, a completion racing the worker's retirement
+ * read a queue the worker had freed: found by review.)
+ *
+ * Each thread keeps the contexts it took in a buffer of its own (no shared word per task) and
+ * releases them when it holds nothing of their queues:
+ *   - a worker, when its turn on a queue ends (drain.c: the queue ran dry, was suspended, its
+ *     budget ran out, a body handed the slot to an asynchronous task);
  *   - a drainer whose buffer holds a batch (op_release_batch_full) hands it to a helper task of
  *     its class (a core queue of default width per class, holding nothing of the queue) and goes
  *     on; when its previous batch is still with the helper (a loaded machine), it leaves its
@@ -23,24 +30,31 @@
  *     and the releases run beside the queue's work where a CPU is free (a chain of 5 000
  *     operations: 377 ns each with every release on its drainer, 340 with the helper, 319 with
  *     the old maintenance queue, on 2 CPUs);
- *   - any other thread, at the end of the op_task_complete that finished them, unless it runs a
- *     body (op_queue_current) or drains a queue: then when that ends (op_queue_swap_current back
- *     to none, or the worker's loop).
+ *   - any other thread, at the end of the op_task_complete that settled them, unless it runs a
+ *     body (op_queue_current), drains a queue, runs a listing's callback or an on_finish
+ *     (op_release_hold_begin): then when that ends. A body releases at once what belongs to other
+ *     queues, which it holds nothing of (a body that completed a task of another queue and then
+ *     waited for that queue waited for itself: found by the fuzzer).
+ * A release that completes other tasks (a deinit that finishes an operation) releases what that
+ * took right after it, depth first, before the rest of its round.
  *
  * Before a queue's contexts are released, its registry lock is taken and dropped: a listing
  * (op_queue_for_each) holds that lock while it hands out unfinished tasks' contexts, so one that
  * started before sees the context alive, and one that starts after sees the task FINISHED (set
- * before the context entered the buffer) and skips it.
+ * before the context was taken) and skips it.
  *
  * Waiting for a queue (op_queue_wait) waits for its contexts too: `queue->releasing` counts those
- * in buffers, added before the units that keep the queue busy are given back (a drainer's at the
- * end of its drain, anyone else's as it buffers), so a waiter that sees the queue idle then waits
- * for `releasing` to reach 0 — bounded by its timeout, and not from inside a release (a deinit
- * that waits for its own queue must not wait for its own release, nor for another thread's release
- * whose deinit waits the same way). Each buffered context holds a reference on its queue.
+ * in buffers and with helpers, added before the units that keep the queue busy are given back (a
+ * drainer's when its turn ends or it hands a batch off, anyone else's as it takes one), so a
+ * waiter that sees the queue idle then waits for `releasing` to reach 0 — bounded by its timeout,
+ * not for the contexts the waiting thread keeps itself, and not from inside a release (a deinit
+ * that waits for its own queue must not wait for its own release, nor for another thread's
+ * release whose deinit waits the same way). Each counted context holds a reference on its queue.
  *
- * Threads: a buffer is its thread's alone. `releasing` and the queue's references are atomics of
- * the queue; a drainer adds its batch to them once per drain, not once per task.
+ * Threads: a buffer is its thread's alone; a thread that ends releases what it kept and frees it
+ * (a key destructor). `releasing` and the queue's references are atomics of the queue; a drainer
+ * adds its batch to them once, not once per task. Fork: a child makes new helpers (those of the
+ * parent may hold slots of threads that do not exist there).
  */
 #include "internal.h"
 
@@ -48,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Contexts a drainer buffers before it hands them to a helper (or, when its last batch is still
  * out, leaves its queue to release them itself): bounds what finished operations hold on a queue
@@ -59,30 +74,61 @@
 #define OP_RELEASE_BATCH_MIN 16
 #define OP_RELEASE_BATCH_TOTAL 256
 
-/* This thread's batch size (op_release_batch_full), read from the topology on first use. */
-static _Thread_local uint32_t op_tls_release_batch;
-
 typedef struct op_release_entry {
     op_queue_t *queue;
     void *context;
     /* Counted in queue->releasing and holding a reference on the queue. A drainer's own queue's
      * entries are not, while its slot keeps the queue busy and alive: op_release_adopt counts
-     * them all at once when the drain ends. */
+     * them all at once when its turn ends or it hands them off. */
     bool counted;
 } op_release_entry;
 
+/* A batch handed to a helper. The helper releases it and marks it DONE; the drainer that handed
+ * it frees it when it next hands one, or the thread's key destructor does, or the helper when the
+ * drainer's thread ended meanwhile (ABANDONED). */
+enum { OP_BATCH_OUT = 0, OP_BATCH_DONE = 1, OP_BATCH_ABANDONED = 2 };
+typedef struct op_release_handed {
+    _Atomic uint32_t state;
+    uint32_t count;
+    op_release_entry entries[];
+} op_release_handed;
+
 typedef struct op_release_buffer {
-    op_release_entry *entries; /* malloc'd, grows (a body may finish many tasks of other queues) */
+    op_release_entry *entries; /* malloc'd, grows (a body may settle many tasks of other queues) */
     uint32_t count;
     uint32_t capacity;
     uint32_t uncounted; /* entries of op_tls_drain.queue not yet counted */
     /* Counted entries added since op_release_flush_if_safe last looked: only then is there
      * anything it may release in a body (O(1) for the queue's own completions, the fast path). */
     uint32_t unlooked;
-    bool flushing;      /* op_release_flush runs on this thread (its releases are user code) */
+    uint32_t batch;     /* op_release_batch_full's size, read from the topology on first use */
+    uint32_t holds;     /* op_release_hold_begin depth: no flush meanwhile */
+    bool flushing;      /* releases run on this thread (user code) */
+    bool registered;    /* the thread's key is set: its destructor runs at the thread's end */
+    op_release_handed *handed; /* this thread's batch with a helper, or NULL */
+    pid_t handed_pid;          /* the process it was handed in (a forked child forgets it) */
 } op_release_buffer;
 
 static _Thread_local op_release_buffer op_tls_releases;
+
+static pthread_once_t op_release_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t op_release_key;
+static bool op_release_key_made;
+
+static void op_release_thread_ended(void *value);
+
+static void op_release_key_make(void) {
+    op_release_key_made = pthread_key_create(&op_release_key, op_release_thread_ended) == 0;
+}
+
+/* Makes sure the thread's destructor runs at its end; false when no key could be made. */
+static bool op_release_register(op_release_buffer *buffer) {
+    if (buffer->registered) return true;
+    pthread_once(&op_release_key_once, op_release_key_make);
+    if (!op_release_key_made || pthread_setspecific(op_release_key, buffer) != 0) return false;
+    buffer->registered = true;
+    return true;
+}
 
 /* Grows the buffer for one more entry; false when out of memory. */
 static bool op_release_reserve(op_release_buffer *buffer) {
@@ -92,42 +138,27 @@ static bool op_release_reserve(op_release_buffer *buffer) {
     if (!grown) return false;
     buffer->entries = grown;
     buffer->capacity = capacity;
+    (void)op_release_register(buffer); /* best effort: without a key the buffer is not freed */
     return true;
 }
 
-void op_release_count_ahead(op_queue_t *queue) {
-    /* relaxed: the caller holds a unit of the queue (the unfinished task's). */
-    op_queue_retain(queue);
-    /* seq_cst: before the task is finished, so before any of its units is given back. */
-    atomic_fetch_add_explicit(&queue->releasing, 1, memory_order_seq_cst);
-}
-
-void op_release_uncount(op_queue_t *queue) {
-    /* release: as a release's own subtraction. */
-    atomic_fetch_sub_explicit(&queue->releasing, 1, memory_order_release);
-    op_queue_release(queue);
-}
-
-void op_release_finished(op_queue_t *queue, op_task_t *task, bool counted) {
-    if (!queue->release_context) {
-        if (counted) op_release_uncount(queue);
-        return;
-    }
+void op_release_task(op_queue_t *queue, op_task_t *task) {
+    if (!queue->tracking || !queue->release_context || (task->flags & OP_TASK_IS_JOB)) return;
     op_release_buffer *buffer = &op_tls_releases;
-    void *context = op_task_user_context(task);
-    bool held = !counted && op_tls_drain.queue == queue;
-    if (!held && !counted) {
-        /* A drainer of another queue, a hop worker or a thread running a task outside the
-         * queue's slots: it holds the task's unit of the queue, given back after this. (A
-         * thread that completes the task by hand counted it ahead, op_task_complete: once the
-         * task is FINISHED a worker may retire it and free the queue.) */
-        op_release_count_ahead(queue);
-    }
     if (OP_UNLIKELY(!op_release_reserve(buffer))) {
         /* The core never drops work (see ERRORS in the header), nor a release. */
         op_fatal("operations: out of memory keeping a finished task's context for release");
     }
-    buffer->entries[buffer->count++] = (op_release_entry){queue, context, !held};
+    bool held = op_tls_drain.queue == queue;
+    if (!held) {
+        /* relaxed: the caller holds the task's unit of the queue, given back after this. */
+        op_queue_retain(queue);
+        /* seq_cst: before that unit is given back (seq_cst), so a waiter that sees the queue idle
+         * sees this count. */
+        atomic_fetch_add_explicit(&queue->releasing, 1, memory_order_seq_cst);
+    }
+    buffer->entries[buffer->count++] =
+        (op_release_entry){queue, op_task_user_context(task), !held};
     if (held) buffer->uncounted++; else buffer->unlooked++;
 }
 
@@ -143,42 +174,68 @@ void op_release_adopt(op_queue_t *queue) {
     }
     /* relaxed: the caller still holds the queue (its slot's unit). */
     atomic_fetch_add_explicit(&queue->refs, uncounted, memory_order_relaxed);
-    /* seq_cst: before the drainer's units are given back (see op_release_finished). */
+    /* seq_cst: before the drainer's units are given back (see op_release_task). */
     atomic_fetch_add_explicit(&queue->releasing, uncounted, memory_order_seq_cst);
 }
 
 bool op_release_batch_full(void) {
-    uint32_t batch = op_tls_release_batch;
+    op_release_buffer *buffer = &op_tls_releases;
+    uint32_t batch = buffer->batch;
     if (OP_UNLIKELY(batch == 0)) {
         int cpus = op_topology_get()->cpu_count;
         batch = (uint32_t)(cpus > 0 ? OP_RELEASE_BATCH_TOTAL / cpus : OP_RELEASE_BATCH_TOTAL);
         if (batch < OP_RELEASE_BATCH_MIN) batch = OP_RELEASE_BATCH_MIN;
-        op_tls_release_batch = batch;
+        buffer->batch = batch;
     }
-    return op_tls_releases.count >= batch;
+    return buffer->count >= batch;
 }
-
-bool op_release_pending_here(void) { return op_tls_releases.count != 0; }
 
 bool op_release_in_progress_here(void) { return op_tls_releases.flushing; }
 
-/* Releases `count` counted entries (the fence with listings, the releases, the settling); the
- * caller set `flushing`. */
-static void op_release_entries(const op_release_entry *entries, uint32_t count) {
-    /* The fence with listings, once per queue of the batch (entries of one queue are mostly
-     * adjacent: a drain's). */
+void op_release_hold_begin(void) { op_tls_releases.holds++; }
+
+void op_release_hold_end(void) { op_tls_releases.holds--; }
+
+/* ---- releasing --------------------------------------------------------------------------- */
+
+/* The fence with listings for `queue` (see the file comment). */
+static void op_release_fence(op_queue_t *queue) {
+    OP_RACE_WINDOW("release: before the fence with listings");
+    pthread_mutex_lock(&queue->registry_lock);
+    pthread_mutex_unlock(&queue->registry_lock);
+}
+
+/* Releases what the releases of this round just took (their completions), at once and depth
+ * first, one at a time, without recursion: the thread holds no unit of any queue here (a full
+ * flush, or a helper). */
+static void op_release_taken_meanwhile(void) {
+    op_release_buffer *buffer = &op_tls_releases;
+    while (buffer->count != 0) {
+        op_release_entry entry = buffer->entries[--buffer->count];
+        if (buffer->unlooked) buffer->unlooked--;
+        op_release_fence(entry.queue);
+        entry.queue->release_context(entry.context);
+        /* release: a waiter that sees the count drop sees the context released. */
+        atomic_fetch_sub_explicit(&entry.queue->releasing, 1, memory_order_release);
+        op_queue_release(entry.queue); /* may free the queue */
+    }
+}
+
+/* Releases `count` counted entries (the fence, the releases, the settling); the caller set
+ * `flushing`. With `at_once`, what each release takes is released right after it (a full flush
+ * or a helper); otherwise it stays in the buffer for the caller. */
+static void op_release_entries(const op_release_entry *entries, uint32_t count, bool at_once) {
+    /* The fence, once per queue of the batch (entries of one queue are mostly adjacent). */
     op_queue_t *fenced = NULL;
     for (uint32_t i = 0; i < count; i++) {
-        op_queue_t *queue = entries[i].queue;
-        if (queue == fenced) continue;
-        OP_RACE_WINDOW("release: before the fence with listings");
-        pthread_mutex_lock(&queue->registry_lock);
-        pthread_mutex_unlock(&queue->registry_lock);
-        fenced = queue;
+        if (entries[i].queue == fenced) continue;
+        fenced = entries[i].queue;
+        op_release_fence(fenced);
     }
     for (uint32_t i = 0; i < count; i++) {
         OP_RACE_WINDOW("release: before releasing a finished context");
         entries[i].queue->release_context(entries[i].context);
+        if (at_once && OP_UNLIKELY(op_tls_releases.count != 0)) op_release_taken_meanwhile();
     }
     /* Settle per run of one queue: one subtraction and one reference drop each. */
     for (uint32_t i = 0; i < count;) {
@@ -199,23 +256,19 @@ void op_release_flush(void) {
     /* Every entry must be counted (op_release_adopt): the caller holds no unit of their queues. */
     if (buffer->flushing || buffer->count == 0 || buffer->uncounted != 0) return;
     buffer->flushing = true;
-    while (buffer->count != 0) {
-        /* Take the batch: releases may finish more tasks (a deinit that completes an
-         * operation), which go into the buffer and are taken by the next round. */
-        op_release_entry *entries = buffer->entries;
-        uint32_t count = buffer->count;
-        buffer->entries = NULL;
-        buffer->count = 0;
-        buffer->capacity = 0;
-        buffer->unlooked = 0;
-        op_release_entries(entries, count);
-        if (buffer->entries == NULL) {
-            /* Keep the allocation for the next batch. */
-            buffer->entries = entries;
-            buffer->capacity = count > OP_RELEASE_BATCH ? count : OP_RELEASE_BATCH;
-        } else {
-            free(entries);
-        }
+    op_release_entry *entries = buffer->entries;
+    uint32_t count = buffer->count, capacity = buffer->capacity;
+    /* Take the batch: what its releases take goes into a fresh buffer, released at once. */
+    buffer->entries = NULL;
+    buffer->count = 0;
+    buffer->capacity = 0;
+    buffer->unlooked = 0;
+    op_release_entries(entries, count, true);
+    if (buffer->entries == NULL) {
+        buffer->entries = entries; /* keep the allocation for the next batch */
+        buffer->capacity = capacity;
+    } else {
+        free(entries);
     }
     buffer->flushing = false;
 }
@@ -243,116 +296,19 @@ void op_release_flush_on_worker(void) {
     op_worker_body_end();
 }
 
-/* ---- the helper: a drainer's batch released elsewhere while it goes on --------------------- */
-
-/* A batch handed to a helper. The helper releases it and marks it DONE; the drainer that handed
- * it frees it when it next hands one (or leaves), or the helper frees it when the drainer's thread
- * ended meanwhile (ABANDONED). */
-enum { OP_BATCH_OUT = 0, OP_BATCH_DONE = 1, OP_BATCH_ABANDONED = 2 };
-typedef struct op_release_handed {
-    _Atomic uint32_t state;
-    uint32_t count;
-    op_release_entry entries[];
-} op_release_handed;
-
-/* This thread's batch with a helper, or NULL. */
-static _Thread_local op_release_handed *op_tls_handed;
-static pthread_key_t op_release_thread_key;
-static pthread_once_t op_release_helpers_once = PTHREAD_ONCE_INIT;
-/* The helpers: a queue per class (default width, not tracking), made on first use, never freed. */
-static op_queue_t *op_release_helpers[OP_QOS_COUNT];
-
-/* A thread that ends with a batch out: the helper frees it when done (or we do, if it is). */
-static void op_release_thread_ended(void *value) {
-    op_release_handed *handed = value;
-    uint32_t expected = OP_BATCH_OUT;
-    /* acq_rel: the helper's writes before DONE are seen before we free (acquire); ours before
-     * ABANDONED before it frees (release). */
-    if (!atomic_compare_exchange_strong_explicit(&handed->state, &expected, OP_BATCH_ABANDONED,
-                                                 memory_order_acq_rel, memory_order_acquire)) {
-        free(handed); /* DONE */
-    }
-}
-
-static void op_release_helpers_make(void) {
-    pthread_key_create(&op_release_thread_key, op_release_thread_ended);
-    for (int qos = 0; qos < OP_QOS_COUNT; qos++) {
-        op_release_helpers[qos] = op_queue_create("operations releases", (op_qos_t)qos,
-                                                  OP_WIDTH_DEFAULT);
-    }
-}
-
-/* The helper's task: releases the batch, then says so. */
-static void op_release_helper_run(void *context) {
-    op_release_handed *handed = context;
-    op_release_buffer *buffer = &op_tls_releases;
-    bool was = buffer->flushing;
-    buffer->flushing = true; /* a wait from a release does not wait for releases */
-    op_release_entries(handed->entries, handed->count);
-    buffer->flushing = was;
-    uint32_t expected = OP_BATCH_OUT;
-    /* acq_rel: see op_release_thread_ended. */
-    if (!atomic_compare_exchange_strong_explicit(&handed->state, &expected, OP_BATCH_DONE,
-                                                 memory_order_acq_rel, memory_order_acquire)) {
-        free(handed); /* ABANDONED: its drainer's thread ended */
-    }
-}
-
-/* Whether this thread's batch with a helper is released (freeing it), or there is none. */
-static bool op_release_handed_done(void) {
-    op_release_handed *handed = op_tls_handed;
-    if (!handed) return true;
-    /* acquire: the helper's releases before we free the batch. */
-    if (atomic_load_explicit(&handed->state, memory_order_acquire) != OP_BATCH_DONE) return false;
-    free(handed);
-    op_tls_handed = NULL;
-    pthread_setspecific(op_release_thread_key, NULL);
-    return true;
-}
-
-bool op_release_hand_off(op_queue_t *queue, int qos) {
-    if (!op_release_handed_done()) return false; /* the last batch is still out: leave instead */
-    pthread_once(&op_release_helpers_once, op_release_helpers_make);
-    if (qos < 0 || qos >= OP_QOS_COUNT) qos = OP_QOS_DEFAULT;
-    op_queue_t *helper = op_release_helpers[qos];
-    op_release_buffer *buffer = &op_tls_releases;
-    if (!helper || buffer->flushing || buffer->count == 0) return false;
-    uint32_t count = buffer->count;
-    op_release_handed *handed = malloc(sizeof *handed + (size_t)count * sizeof(op_release_entry));
-    if (!handed) return false;
-    /* Counted before they leave the drain: a waiter of the queue waits for the helper. */
-    op_release_adopt(queue);
-    atomic_init(&handed->state, OP_BATCH_OUT);
-    handed->count = count;
-    memcpy(handed->entries, buffer->entries, (size_t)count * sizeof(op_release_entry));
-    buffer->count = 0;
-    buffer->unlooked = 0;
-    op_tls_handed = handed;
-    pthread_setspecific(op_release_thread_key, handed);
-    if (op_queue_submit_f(helper, op_release_helper_run, handed) != 0) {
-        /* Out of memory: back into the buffer (counted now), released when we leave. */
-        memcpy(buffer->entries, handed->entries, (size_t)count * sizeof(op_release_entry));
-        buffer->count = count;
-        op_tls_handed = NULL;
-        pthread_setspecific(op_release_thread_key, NULL);
-        free(handed);
-        return false;
-    }
-    return true;
-}
-
 void op_release_flush_if_safe(void) {
+    op_release_buffer *buffer = &op_tls_releases;
+    if (buffer->holds != 0 || buffer->flushing) return;
     op_queue_t *running = op_tls_queue, *draining = op_tls_drain.queue;
     if (running == NULL && draining == NULL) {
         op_release_flush();
         return;
     }
     /* In a body or a drain: release now what belongs to other queues (this thread holds no unit
-     * of them: as safe as Foundation's release at the finish, and a context held here while the
+     * of them: as safe as Foundation's release at the finish, and a context kept here while the
      * body goes on to wait for its queue would make that wait wait for itself), and keep this
      * queue's for the end of the body or drain. */
-    op_release_buffer *buffer = &op_tls_releases;
-    if (buffer->flushing || buffer->unlooked == 0) return;
+    if (buffer->unlooked == 0) return;
     buffer->flushing = true;
     for (;;) {
         /* What is kept now is this body's or drain's queue's: the end of it releases that. */
@@ -362,12 +318,8 @@ void op_release_flush_if_safe(void) {
         for (uint32_t i = 0; i < buffer->count; i++) {
             op_release_entry entry = buffer->entries[i];
             bool mine = entry.queue == running || entry.queue == draining || !entry.counted;
-            if (mine) {
-                buffer->entries[kept++] = entry;
-                continue;
-            }
-            if (!now) now = malloc((size_t)buffer->count * sizeof *now);
-            if (!now) { /* out of memory: leave them for the end of the body */
+            if (!mine && !now) now = malloc((size_t)buffer->count * sizeof *now);
+            if (mine || !now) { /* (out of memory: left for the end of the body) */
                 buffer->entries[kept++] = entry;
                 continue;
             }
@@ -378,20 +330,129 @@ void op_release_flush_if_safe(void) {
             free(now);
             break;
         }
-        op_release_entries(now, taken); /* may append more: the loop looks again */
+        op_release_entries(now, taken, false); /* what they take: the loop looks again */
         free(now);
     }
     buffer->flushing = false;
 }
 
+/* ---- the helper: a drainer's batch released elsewhere while it goes on --------------------- */
+
+/* The helpers: a queue per class (default width, not tracking), made on first use in this
+ * process (a forked child makes its own), never freed. */
+static pthread_mutex_t op_release_helpers_lock = PTHREAD_MUTEX_INITIALIZER;
+static op_queue_t *_Atomic op_release_helpers[OP_QOS_COUNT];
+static _Atomic pid_t op_release_helpers_pid;
+
+static op_queue_t *op_release_helper(int qos) {
+    pid_t pid = getpid();
+    /* acquire: the helpers made by the thread that stored the pid. */
+    if (OP_UNLIKELY(atomic_load_explicit(&op_release_helpers_pid, memory_order_acquire) != pid)) {
+        pthread_mutex_lock(&op_release_helpers_lock);
+        if (atomic_load_explicit(&op_release_helpers_pid, memory_order_relaxed) != pid) {
+            /* First use, or a child of a fork: the parent's helpers (and their slots) stay
+             * behind, leaked as the header's FORK section says of queues. */
+            for (int c = 0; c < OP_QOS_COUNT; c++) {
+                atomic_store_explicit(&op_release_helpers[c],
+                                      op_queue_create("operations releases", (op_qos_t)c,
+                                                      OP_WIDTH_DEFAULT),
+                                      memory_order_relaxed);
+            }
+            /* release: the helpers before the pid that says they are made. */
+            atomic_store_explicit(&op_release_helpers_pid, pid, memory_order_release);
+        }
+        pthread_mutex_unlock(&op_release_helpers_lock);
+    }
+    if (qos < 0 || qos >= OP_QOS_COUNT) qos = OP_QOS_DEFAULT;
+    return atomic_load_explicit(&op_release_helpers[qos], memory_order_relaxed);
+}
+
+/* The helper's task: releases the batch, then says so. */
+static void op_release_helper_run(void *context) {
+    op_release_handed *handed = context;
+    op_release_buffer *buffer = &op_tls_releases;
+    bool was = buffer->flushing;
+    buffer->flushing = true; /* a wait from a release does not wait for releases */
+    op_release_entries(handed->entries, handed->count, true);
+    buffer->flushing = was;
+    uint32_t expected = OP_BATCH_OUT;
+    /* acq_rel: our writes before DONE are seen by the drainer that frees the batch (release);
+     * its ABANDONED, and what it wrote before, are seen before we free it (acquire). */
+    if (!atomic_compare_exchange_strong_explicit(&handed->state, &expected, OP_BATCH_DONE,
+                                                 memory_order_acq_rel, memory_order_acquire)) {
+        free(handed); /* ABANDONED: its drainer's thread ended */
+    }
+}
+
+/* Whether this thread's batch with a helper is released (freeing it), or there is none. */
+static bool op_release_handed_done(op_release_buffer *buffer) {
+    op_release_handed *handed = buffer->handed;
+    if (!handed) return true;
+    /* acquire: the helper's releases before we free the batch. */
+    if (atomic_load_explicit(&handed->state, memory_order_acquire) != OP_BATCH_DONE) return false;
+    free(handed);
+    buffer->handed = NULL;
+    return true;
+}
+
+bool op_release_hand_off(op_queue_t *queue, int qos) {
+    op_release_buffer *buffer = &op_tls_releases;
+    pid_t pid = getpid();
+    /* A child of a fork forgets the parent's batch: its helper does not run here (leaked, as the
+     * header's FORK section says of the parent's queued work). */
+    if (OP_UNLIKELY(buffer->handed && buffer->handed_pid != pid)) buffer->handed = NULL;
+    if (!op_release_handed_done(buffer)) return false; /* the last batch is still out: leave */
+    if (buffer->flushing || buffer->count == 0 || !op_release_register(buffer)) return false;
+    op_queue_t *helper = op_release_helper(qos);
+    if (!helper) return false;
+    uint32_t count = buffer->count;
+    op_release_handed *handed = malloc(sizeof *handed + (size_t)count * sizeof(op_release_entry));
+    if (!handed) return false;
+    /* Counted before they leave the drain: a waiter of the queue waits for the helper. */
+    op_release_adopt(queue);
+    atomic_init(&handed->state, OP_BATCH_OUT);
+    handed->count = count;
+    memcpy(handed->entries, buffer->entries, (size_t)count * sizeof(op_release_entry));
+    if (op_queue_submit_f(helper, op_release_helper_run, handed) != 0) {
+        free(handed); /* out of memory: they stay in the buffer (counted), released as we leave */
+        return false;
+    }
+    buffer->count = 0;
+    buffer->unlooked = 0;
+    buffer->handed = handed;
+    buffer->handed_pid = pid;
+    return true;
+}
+
+/* The thread ends: what it kept is released (it holds nothing now), its buffer freed; a batch
+ * still with a helper is left to the helper to free. */
+static void op_release_thread_ended(void *value) {
+    op_release_buffer *buffer = value;
+    op_release_flush();
+    free(buffer->entries);
+    buffer->entries = NULL;
+    buffer->count = buffer->capacity = 0;
+    op_release_handed *handed = buffer->handed;
+    buffer->handed = NULL;
+    buffer->registered = false;
+    if (!handed) return;
+    uint32_t expected = OP_BATCH_OUT;
+    /* acq_rel: see op_release_helper_run. */
+    if (!atomic_compare_exchange_strong_explicit(&handed->state, &expected, OP_BATCH_ABANDONED,
+                                                 memory_order_acq_rel, memory_order_acquire)) {
+        free(handed); /* DONE */
+    }
+}
+
 int op_release_wait(op_queue_t *queue, int64_t deadline) {
+    op_release_buffer *buffer = &op_tls_releases;
     /* Not from inside a release: see the file comment. */
-    if (op_tls_releases.flushing) return 0;
-    /* Nor for the contexts this thread keeps itself (a body's completion of a task of this queue,
-     * kept for the end of the body): only it can release them, and it is the one waiting. */
+    if (buffer->flushing) return 0;
+    /* Nor for the contexts this thread keeps itself (kept for the end of its body or hold): only
+     * it can release them, and it is the one waiting. */
     uint64_t mine = 0;
-    for (uint32_t i = 0; i < op_tls_releases.count; i++) {
-        if (op_tls_releases.entries[i].queue == queue && op_tls_releases.entries[i].counted) mine++;
+    for (uint32_t i = 0; i < buffer->count; i++) {
+        if (buffer->entries[i].queue == queue && buffer->entries[i].counted) mine++;
     }
     int64_t start = op_now_ns();
     long pause_ns = 1000;

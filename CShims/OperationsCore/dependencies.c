@@ -268,9 +268,7 @@ static inline bool op_task_finishing_here(const op_task_t *task) {
     return false;
 }
 
-/* `release_counted`: the caller counted the task's context for release ahead (op_task_complete,
- * which may not hold the queue once the task is FINISHED: op_release_count_ahead). */
-static bool op_task_finish_claimed(op_task_t *task, uint32_t old, bool release_counted) {
+static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
     /* The finish hand-off applies to this finish's dependents only: not to what its on_finish
      * callback or a release in the loop below may make ready (they run code of the caller's). */
     op_drain *drain = &op_tls_drain;
@@ -284,7 +282,11 @@ static bool op_task_finish_claimed(op_task_t *task, uint32_t old, bool release_c
         /* A wait for this task from its on_finish returns at once (see op_task_wait). */
         op_finishing_frame frame = {.task = task, .outer = op_tls_finishing};
         op_tls_finishing = &frame;
+        /* Its completions of other tasks keep their contexts until this finish is over: a release
+         * there could wait for this task's queue, which the finish still holds. */
+        op_release_hold_begin();
         ext->on_finish(ext->context);
+        op_release_hold_end();
         op_tls_finishing = frame.outer;
     }
     OP_RACE_WINDOW("finish: before releasing the dependents");
@@ -316,17 +318,6 @@ static bool op_task_finish_claimed(op_task_t *task, uint32_t old, bool release_c
         op_task_release(dependent); /* may free the edge: `next` was read first */
         edge = next;
     }
-    /* A tracking queue's context is given back soon, on this thread (context_release.c). Before
-     * RELEASED: from then on a waiter may drop the last reference on the task (its finisher need
-     * not hold one: CI's ThreadSanitizer run saw the task's memory reused while this read it).
-     * The queue lives: the finisher holds the task's unit of it (or counted it ahead, holding a
-     * reference). relaxed: SUBMITTED (in `old`, read by the RMW that claimed the finish)
-     * ordered the pointer. */
-    if ((old & OP_STATE_SUBMITTED) && !(task->flags & OP_TASK_IS_JOB)) {
-        /* (A job is never tracked, even on a tracking queue.) */
-        op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_relaxed);
-        if (OP_UNLIKELY(queue->tracking)) op_release_finished(queue, task, release_counted);
-    }
     OP_RACE_WINDOW("finish: dependents released, before RELEASED");
     /* acq_rel: a waiter that acquires RELEASED sees the count-downs above (release), and we see
      * the WAITERS bit of a waiter that went to sleep after FINISHED (acquire): one word, so
@@ -342,7 +333,7 @@ bool op_task_finish(op_task_t *task) {
      * WAITERS bit set by a waiter is seen (acquire). */
     uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_FINISHED, memory_order_acq_rel);
     if (old & OP_STATE_FINISHED) return false;
-    return op_task_finish_claimed(task, old | OP_STATE_FINISHED, false);
+    return op_task_finish_claimed(task, old | OP_STATE_FINISHED);
 }
 
 void op_task_cancel(op_task_t *task) {
@@ -365,30 +356,20 @@ int op_task_complete(op_task_t *task) {
         /* Never submitted: the caller ran it. The CAS keeps a concurrent submit out. */
         if (atomic_compare_exchange_weak_explicit(&task->state, &state, state | OP_STATE_FINISHED,
                                                   memory_order_acq_rel, memory_order_acquire)) {
-            op_task_finish_claimed(task, state | OP_STATE_FINISHED, false); /* never submitted */
+            op_task_finish_claimed(task, state | OP_STATE_FINISHED);
             return 0;
         }
     }
     if (!(task->flags & OP_TASK_MANUAL_COMPLETION)) return EBUSY;
     OP_RACE_WINDOW("complete: before FINISHED");
     op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_acquire);
-    /* A tracking queue's context is counted for release now, while the unfinished task keeps the
-     * queue busy and alive: once FINISHED is set a worker may retire the task and give back its
-     * last unit (found by review: the count taken after that touched a freed queue). Not by a
-     * drainer of the queue (a body completing its own task: the queue's fast path), whose slot
-     * keeps the queue alive and whose drain counts what it finished at its end. */
-    bool counted = queue->tracking && !(task->flags & OP_TASK_IS_JOB) && op_tls_drain.queue != queue;
-    if (counted) op_release_count_ahead(queue);
     /* acq_rel: FINISHED and the worker's RUNNING (drain.c) are read-modify-writes of one word,
      * so exactly one of the two comes first: a worker that takes the task after this retires it
      * without its body, and one that took it before runs the body and settles as usual. */
     uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_FINISHED, memory_order_acq_rel);
-    if (old & OP_STATE_FINISHED) {
-        if (counted) op_release_uncount(queue); /* our queue reference keeps it alive for this */
-        return EALREADY;
-    }
+    if (old & OP_STATE_FINISHED) return EALREADY;
     OP_RACE_WINDOW("complete: finished, before settling the queue");
-    op_task_finish_claimed(task, old | OP_STATE_FINISHED, counted);
+    op_task_finish_claimed(task, old | OP_STATE_FINISHED);
     if (!(old & OP_STATE_RUNNING)) {
         /* Finished before its queue started it (an asynchronous operation that finished itself
          * while queued, or while a dependency still held it). Its queue retires it when it
@@ -403,6 +384,8 @@ int op_task_complete(op_task_t *task) {
     /* Second of the two (body returned, completed) settles the queue: the worker handed the
      * slot to the task when its body returned first. */
     if (old & OP_STATE_BODY_DONE) {
+        /* We give back the task's unit: its context is ours to release (context_release.c). */
+        op_release_task(queue, task);
         op_task_release(task); /* the queue's reference */
         if (old & OP_STATE_OUTSIDE_WIDTH) {
             op_queue_busy_sub(queue, 1); /* ran outside the slots (own_class_run.c): no slot */

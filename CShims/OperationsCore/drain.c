@@ -356,8 +356,9 @@ void op_drain_run_outside_width(op_queue_t *queue, op_task_t *task, op_token *to
     /* Deferred: still unfinished and counted in busy (it comes back when ready). Handed off: the
      * completion settles it (op_task_complete sees OP_STATE_OUTSIDE_WIDTH). */
     if (result == OP_RAN_FINISHED) {
-        op_task_release(task);       /* the queue's reference */
-        op_queue_busy_sub(queue, 1); /* the task's unit: our last touch, may free the queue */
+        op_release_task(queue, task); /* its context: we give back its unit */
+        op_task_release(task);        /* the queue's reference */
+        op_queue_busy_sub(queue, 1);  /* the task's unit: our last touch, may free the queue */
     }
     op_release_flush_on_worker(); /* what the body or the finish released: we hold nothing of it */
 }
@@ -462,6 +463,8 @@ static void op_drain_token_run(op_token *token) {
             return;
         }
         finished++;
+        /* Its context is ours to release (context_release.c): we give back its unit. */
+        if (OP_UNLIKELY(queue->tracking)) op_release_task(queue, task);
         op_task_release(task); /* the queue's reference */
         if (OP_UNLIKELY(finished >= OP_FINISH_BATCH)) {
             bool compact = queue->tracking && op_registry_compaction_due(queue, finished);
@@ -471,10 +474,12 @@ static void op_drain_token_run(op_token *token) {
             /* Unlinks finished tasks from the registry (no user code: contexts are released
              * apart, context_release.c); a try-lock, left to the holder when it is busy. */
             if (compact) op_registry_compact_if_idle(queue);
-            if (op_release_batch_full() && !op_release_hand_off(queue, op_pool_qos(pool))) {
-                op_drain_leave_to_release(queue, finished);
-                return;
-            }
+        }
+        /* A batch of contexts to release: to a helper, or, when our last one is still there,
+         * we leave to release it ourselves. */
+        if (OP_UNLIKELY(op_release_batch_full()) && !op_release_hand_off(queue, op_pool_qos(pool))) {
+            op_drain_leave_to_release(queue, finished);
+            return;
         }
         if (--budget == 0) {
             budget = OP_DRAIN_BUDGET;

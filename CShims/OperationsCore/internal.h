@@ -341,17 +341,17 @@ struct op_queue {
 static inline int32_t op_slots_running(uint64_t word) { return (int32_t)(uint32_t)word; }
 static inline uint32_t op_slots_idle(uint64_t word) { return (uint32_t)(word >> 32); }
 
-/* context_release.c: finished tasks' contexts given back on the finishing thread, once it holds
- * nothing of their queue. */
-/* The graph's finish of a task of tracking `queue` (after RELEASED; the finisher holds a unit of
- * the queue): buffers its context on this thread. */
-void op_release_finished(op_queue_t *queue, op_task_t *task, bool counted);
-/* op_task_complete, before it finishes a task of tracking `queue` (the unfinished task holds the
- * queue): counts its context as waiting for release and takes a reference on the queue, which
- * the buffered context then owns (`counted` above); op_release_uncount undoes it when the
- * completion lost to another finish. */
-void op_release_count_ahead(op_queue_t *queue);
-void op_release_uncount(op_queue_t *queue);
+/* context_release.c: finished tasks' contexts given back by the thread that settled them, once
+ * it holds nothing of their queue. */
+/* The thread that gives back a finished task's unit of its queue (a worker retiring or having
+ * run it, op_task_complete settling it), before it does: takes the task's context for release
+ * if the queue tracks (nothing for jobs, or without release_context). */
+void op_release_task(op_queue_t *queue, op_task_t *task);
+/* Around user code that runs while the thread holds something a release may wait for (a
+ * listing's callback under the registry lock, an on_finish inside a finish): no flush meanwhile;
+ * the caller flushes after op_release_hold_end (op_release_flush_if_safe). */
+void op_release_hold_begin(void);
+void op_release_hold_end(void);
 /* op_release_flush on a worker between tasks, shown to the blocked-worker monitor as a body. */
 void op_release_flush_on_worker(void);
 /* A drainer leaving `queue` (before its units go): counts the contexts it buffered for it. */
@@ -365,7 +365,8 @@ bool op_release_hand_off(op_queue_t *queue, int qos);
 /* Releases this thread's buffered contexts; the caller holds no unit of their queues (and has
  * adopted its drain's). Re-entrant calls (from a release) return at once. */
 void op_release_flush(void);
-/* op_release_flush, unless this thread runs a body or drains a queue (then its end flushes). */
+/* op_release_flush, unless this thread runs a body, drains a queue or holds (op_release_hold_begin):
+ * then only what belongs to other queues, or nothing. */
 void op_release_flush_if_safe(void);
 /* Whether this thread is releasing contexts now (a deinit running in op_release_flush). */
 bool op_release_in_progress_here(void);

@@ -210,12 +210,17 @@ void op_queue_for_each(op_queue_t *queue, void (*fn)(op_task_t *task, void *arg)
     size_t count = 0;
     op_task_t *removed = NULL;
     op_task_t **tasks = op_registry_snapshot_locked(queue, &count, &removed);
+    /* A callback that completes a task keeps its context until the lock is dropped: its release
+     * takes this lock (the fence, context_release.c). */
+    op_release_hold_begin();
     for (size_t i = 0; i < count; i++) {
         uint32_t state = atomic_load_explicit(&tasks[i]->state, memory_order_acquire);
         if (!(state & OP_STATE_FINISHED) && !(tasks[i]->flags & OP_TASK_IS_BARRIER)) fn(tasks[i], arg);
     }
+    op_release_hold_end();
     free(tasks);
     op_registry_unlock(queue, removed);
+    op_release_flush_if_safe();
 }
 
 int op_queue_cancel_all(op_queue_t *queue) {

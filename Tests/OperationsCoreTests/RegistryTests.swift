@@ -193,11 +193,12 @@ struct RegistryTests {
     /// Found by review of issue 33's release change: op_task_complete on a task still queued
     /// behind another, whose queue lives only on its busy units (its handle dropped), while the
     /// finish takes a while (on_finish): the worker retires the finished task and frees the queue
-    /// meanwhile, and the count of the context for release came after that, on freed memory
+    /// meanwhile, and the completion counted the context for release after that, on freed memory
     /// (AddressSanitizer, in CI's run of these tests). Kept, the queue's wait returned before the
-    /// context was counted, so before it was released. Now it is counted before the finish.
+    /// context was counted, so before it was released. Now the completion touches no queue: the
+    /// worker that retires the task, and gives back its unit, takes its context.
     @Test(arguments: [false, true])
-    func aCompletionOfAQueuedTaskIsCountedForReleaseBeforeItFinishes(keepTheQueue: Bool) throws {
+    func aCompletionOfAQueuedTaskLeavesItsContextToTheWorkerThatRetiresIt(keepTheQueue: Bool) throws {
         final class Probe: Sendable { let released = Atomic<Int>(0) }
         let probe = Probe()
         let queue = try makeQueue("release-count-ahead", width: 1)
@@ -224,6 +225,152 @@ struct RegistryTests {
         }
         #expect(completer.wait(seconds: Limits.waitSeconds))
         #expect(eventually { probe.released.load(ordering: .relaxed) == 2 })
+    }
+
+    /// Found by the second review of issue 33's release change: two threads complete the same
+    /// manual-completion task of a queue whose handle was dropped; the one that loses must not
+    /// touch the queue, which the winner's settling may have freed (AddressSanitizer in CI).
+    @Test func twoCompletionsOfOneTaskOfADroppedQueueTouchNoFreedQueue() throws {
+        final class Round: Sendable {
+            let task = Locked<OpaquePointer?>(nil)
+            let go = Atomic<Int>(0)
+            let released = Atomic<Int>(0)
+        }
+        let rounds = runningUnderSanitizer ? 200 : 1000
+        for _ in 0..<rounds {
+            let round = Round()
+            let queue = try makeQueue("double-completion")
+            #expect(op_queue_set_tracking(queue, { context in
+                Unmanaged<Round>.fromOpaque(context!).takeUnretainedValue().released.add(1, ordering: .relaxed)
+            }) == 0)
+            let task = try makeTask(emptyBody, contextPointer(round), flags: UInt32(OP_TASK_MANUAL_COMPLETION))
+            round.task.withLock { $0 = task }
+            #expect(op_queue_submit(queue, task) == 0)
+            op_queue_release(queue) // lives on its busy units
+            let completers = (0..<2).map { _ in
+                onNewThread {
+                    round.go.add(1, ordering: .relaxed)
+                    while round.go.load(ordering: .relaxed) < 2 {}
+                    _ = op_task_complete(round.task.withLock { $0 }!)
+                }
+            }
+            for completer in completers { #expect(completer.wait(seconds: Limits.waitSeconds)) }
+            #expect(op_task_wait(task, Limits.waitNs) == 0)
+            #expect(eventually { round.released.load(ordering: .relaxed) == 1 }, "the context was released \(round.released.load(ordering: .relaxed)) times")
+            op_task_release(task)
+        }
+    }
+
+    /// Found by the second review: a listing's callback that completes a listed task. Its
+    /// release takes the registry lock the listing holds (the fence): the thread waited for
+    /// itself. Now the context is kept until the listing dropped the lock, then released.
+    @Test func aListingsCallbackThatCompletesAListedTaskReturns() throws {
+        final class Probe: Sendable {
+            let ran = Atomic<Int>(0)
+            let released = Atomic<Int>(0)
+        }
+        let probe = Probe()
+        let queue = try makeQueue("complete-in-listing", width: 1)
+        defer { op_queue_release(queue) }
+        #expect(op_queue_set_tracking(queue, { context in
+            Unmanaged<Probe>.fromOpaque(context!).takeUnretainedValue().released.add(1, ordering: .relaxed)
+        }) == 0)
+        let task = try makeTask({ context in
+            Unmanaged<Probe>.fromOpaque(context!).takeUnretainedValue().ran.add(1, ordering: .relaxed)
+        }, contextPointer(probe), flags: UInt32(OP_TASK_MANUAL_COMPLETION))
+        defer { op_task_release(task) }
+        #expect(op_queue_submit(queue, task) == 0)
+        #expect(eventually { probe.ran.load(ordering: .relaxed) == 1 })
+        let handle = Locked<OpaquePointer?>(queue)
+        let listed = onNewThread {
+            op_queue_for_each(handle.withLock { $0 }!, { task, _ in _ = op_task_complete(task) }, nil)
+        }
+        #expect(listed.wait(seconds: Limits.waitSeconds), "op_queue_for_each whose callback completes a listed task did not return")
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+        #expect(probe.released.load(ordering: .relaxed) == 1)
+    }
+
+    /// Found by the second review: a release that completes a task of another queue B released
+    /// B's context only after the rest of its round, so a later release of the round that waited
+    /// (through another thread) for B waited for itself. Now what a release takes is released
+    /// right after it.
+    @Test func aReleaseThatCompletesAnotherQueuesTaskReleasesItsContextAtOnce() throws {
+        final class Probe: Sendable {
+            let ran = Atomic<Int>(0)
+            let waitRc = Atomic<Int32>(-1)
+            let taskOfB = Locked<OpaquePointer?>(nil)
+            let b = Locked<OpaquePointer?>(nil)
+        }
+        let probe = Probe()
+        let context = contextPointer(probe)
+        let a = try makeQueue("nested-release-a", width: 2)
+        defer { op_queue_release(a) }
+        let b = try makeQueue("nested-release-b", width: 1)
+        defer { op_queue_release(b) }
+        probe.b.withLock { $0 = b }
+        // A's first context completes B's task; its second waits for B from another thread.
+        #expect(op_queue_set_tracking(a, { context in
+            let probe = Unmanaged<Probe>.fromOpaque(UnsafeMutableRawPointer(bitPattern: UInt(bitPattern: context) & ~1)!).takeUnretainedValue()
+            if UInt(bitPattern: context) & 1 == 1 {
+                _ = op_task_complete(probe.taskOfB.withLock { $0 }!)
+            } else {
+                let waiter = onNewThread {
+                    probe.waitRc.store(op_queue_wait(probe.b.withLock { $0 }!, 3_000_000_000), ordering: .relaxed)
+                }
+                _ = waiter.wait(seconds: 5)
+            }
+        }) == 0)
+        #expect(op_queue_set_tracking(b, { _ in }) == 0)
+        let manual = UInt32(OP_TASK_MANUAL_COMPLETION)
+        let counting: TaskBody = { context in
+            Unmanaged<Probe>.fromOpaque(UnsafeMutableRawPointer(bitPattern: UInt(bitPattern: context) & ~1)!)
+                .takeUnretainedValue().ran.add(1, ordering: .relaxed)
+        }
+        let first = try makeTask(counting, UnsafeMutableRawPointer(bitPattern: UInt(bitPattern: context) | 1), flags: manual)
+        let second = try makeTask(counting, context, flags: manual)
+        let ofB = try makeTask(counting, context, flags: manual)
+        defer { for task in [first, second, ofB] { op_task_release(task) } }
+        probe.taskOfB.withLock { $0 = ofB }
+        #expect(op_queue_submit(a, first) == 0)
+        #expect(op_queue_submit(a, second) == 0)
+        #expect(op_queue_submit(b, ofB) == 0)
+        #expect(eventually { probe.ran.load(ordering: .relaxed) == 3 })
+        usleep(10_000) // the bodies returned (manual completion): the completions settle them
+        // A binding's body of A completes both: their contexts are released in one round when
+        // it ends (op_queue_swap_current back to none).
+        let previous = op_queue_swap_current(a)
+        _ = op_task_complete(first)
+        _ = op_task_complete(second)
+        op_queue_swap_current(previous)
+        #expect(probe.waitRc.load(ordering: .relaxed) == 0, "op_queue_wait(B) from a later release returned \(errnoName(probe.waitRc.load(ordering: .relaxed)))")
+        #expect(op_queue_wait(a, Limits.waitNs) == 0)
+    }
+
+    /// Found by the second review: a thread that settled tasks kept a buffer for their contexts
+    /// that nothing freed when it ended (LeakSanitizer, in CI's run of these tests, sees it).
+    @Test func threadsThatSettleTasksAndEndLeaveNothingBehind() throws {
+        final class Probe: Sendable { let released = Atomic<Int>(0) }
+        let probe = Probe()
+        let count = 20
+        let queue = try makeQueue("settle-and-end", width: Int32(count)) // every body runs at once
+        defer { op_queue_release(queue) }
+        #expect(op_queue_set_tracking(queue, { context in
+            Unmanaged<Probe>.fromOpaque(context!).takeUnretainedValue().released.add(1, ordering: .relaxed)
+        }) == 0)
+        var tasks: [OpaquePointer] = []
+        for _ in 0..<count {
+            let task = try makeTask(emptyBody, contextPointer(probe), flags: UInt32(OP_TASK_MANUAL_COMPLETION))
+            #expect(op_queue_submit(queue, task) == 0)
+            tasks.append(task)
+        }
+        #expect(eventually { tasks.allSatisfy { op_task_is_executing($0) } })
+        usleep(10_000) // their bodies returned: each completion settles its task
+        let handles = Locked(tasks)
+        let threads = (0..<count).map { index in onNewThread { _ = op_task_complete(handles.withLock { $0[index] }) } }
+        for thread in threads { #expect(thread.wait(seconds: Limits.waitSeconds)) }
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+        #expect(probe.released.load(ordering: .relaxed) == count)
+        for task in tasks { op_task_release(task) }
     }
 
     /// Found by review of issue 33's release change: a release that blocks where the core cannot

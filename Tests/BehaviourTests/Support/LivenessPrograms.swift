@@ -749,6 +749,8 @@ final class LivenessRun: @unchecked Sendable {
     let sharedLock = Lock()
     /// The helper threads of `waitHoldingLock` steps.
     private var lockHolders: [Latch] = []
+    /// Bodies that started before a dependency set before their add had finished.
+    let orderViolations = Locked<[String]>([])
     /// Operations that completion blocks added to their queues (`addToQueue`), with their runs.
     let extras = Locked<[(operation: Operation, runs: Counter)]>([])
     /// The Foundation queue of `program.bridgeQueue` (ours) or a serial Foundation queue
@@ -801,12 +803,22 @@ final class LivenessRun: @unchecked Sendable {
     private func makeOperations() {
         var made: [Operation] = []
         for (index, spec) in program.ops.enumerated() {
+            // The dependencies set before the add: every one finished when the body starts
+            // (a late one may come after the body started, and then holds nothing).
+            let before = spec.dependencies.map { made[$0] }
+            let order = orderViolations
+            let startCheck: @Sendable () -> Void = {
+                for dependency in before where !dependency.isFinished {
+                    order.withLock { $0.append("#\(index) started before its dependency \(dependency.name ?? "?") finished") }
+                }
+            }
             let ran = bodyRuns[index]
             let releases = spec.signals.compactMap { wakeups[$0] }
             let operation: Operation
             switch spec.kind {
             case .plain:
                 operation = BlockOperation {
+                    startCheck()
                     ran.increment()
                     for wakeup in releases { wakeup.signal() }
                 }
@@ -814,18 +826,21 @@ final class LivenessRun: @unchecked Sendable {
                 let wakeup = wakeups[index]!
                 _ = on
                 operation = BlockOperation {
+                    startCheck()
                     ran.increment()
                     wakeup.wait()
                 }
             case .visibleWait(let on):
                 let target = made[on]
                 operation = BlockOperation {
+                    startCheck()
                     ran.increment()
                     target.waitUntilFinished()
                 }
             case .setWidth(let queueIndex, let width):
                 let queue = queues[queueIndex]
                 operation = BlockOperation {
+                    startCheck()
                     ran.increment()
                     queue.maxConcurrentOperationCount = width
                 }
@@ -1052,7 +1067,7 @@ final class LivenessRun: @unchecked Sendable {
     /// The oracle, once the program completed: problems found (empty when it behaved).
     func check() -> [String] {
         if let shapeRun { return shapeRun.check() }
-        var problems: [String] = []
+        var problems: [String] = orderViolations.withLock { $0 }
         for (index, spec) in program.ops.enumerated() {
             let runs = bodyRuns[index].current
             if case .deinitWait = spec.kind {

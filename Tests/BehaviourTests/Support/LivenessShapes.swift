@@ -188,8 +188,10 @@ final class LivenessShapeRun: @unchecked Sendable {
         progress.withLock { $0 = "graph: making \(count) operations" }
         var operations: [Operation] = []
         operations.reserveCapacity(count)
+        let reruns = Atomic<Int>(0)
         for index in 0..<count {
             let operation = BlockOperation { [box] in
+                if box.base[index] != 0 { reruns.add(1, ordering: .relaxed) } // a second run
                 box.base[index] = clock.add(1, ordering: .relaxed).newValue
             }
             operations.append(operation)
@@ -246,6 +248,7 @@ final class LivenessShapeRun: @unchecked Sendable {
             }
         }
         if bad > 5 { problem("\(bad) operations in all") }
+        if reruns.load(ordering: .relaxed) != 0 { problem("\(reruns.load(ordering: .relaxed)) operations ran twice") }
         // Freed from the last, without recursion (ChainRelease).
         while !operations.isEmpty { operations.removeLast() }
     }
