@@ -22,9 +22,9 @@
  * releases them when it holds nothing of their queues:
  *   - a worker, when its turn on a queue ends (drain.c: the queue ran dry, was suspended, its
  *     budget ran out, a body handed the slot to an asynchronous task);
- *   - a drainer whose buffer holds a batch (op_release_batch_full) hands it to a helper task of
- *     its class (a core queue of default width per class, holding nothing of the queue) and goes
- *     on; when its previous batch is still with the helper (a loaded machine), it leaves its
+ *   - a drainer whose buffer holds a batch (op_release_batch_full) hands it to a helper task (a
+ *     core queue of default width at background class, holding nothing of the queue, so its
+ *     releases take no CPU from the work; a wait for the releases raises it) and goes on; when its previous batch is still with the helper (a loaded machine), it leaves its
  *     queue to release the new one itself (its slot goes on as a token when work waits). So a
  *     queue that never runs dry holds at most two batches per drainer beyond its unfinished tasks,
  *     and the releases run beside the queue's work where a CPU is free (a chain of 5 000
@@ -456,13 +456,29 @@ int op_release_wait(op_queue_t *queue, int64_t deadline) {
     }
     int64_t start = op_now_ns();
     long pause_ns = 1000;
+    /* The helper runs at background class, so as not to take the CPU from the work whose
+     * releases it takes; a wait for them raises it (QoS promotion, the waiter's class or at least
+     * the queue's) until the wait ends: saturated background work must not hold up a waiter of
+     * another class (release_help_probe.c). */
+    op_queue_t *raised = NULL;
+    op_qos_t raised_to = OP_QOS_BACKGROUND;
+    int rc = 0;
     /* acquire: the releases are visible once the count dropped. */
     while (atomic_load_explicit(&queue->releasing, memory_order_acquire) > mine) {
         int64_t now = op_now_ns();
-        if (deadline >= 0 && now >= deadline) return ETIMEDOUT;
+        if (deadline >= 0 && now >= deadline) {
+            rc = ETIMEDOUT;
+            break;
+        }
         if (now - start < OP_WAIT_SPIN_NS) {
             op_spin_pause(now - start);
             continue;
+        }
+        if (!raised) {
+            op_qos_t waiter = op_current_thread_qos(), own = op_queue_qos(queue);
+            raised_to = waiter > own ? waiter : own;
+            op_queue_t *helper = raised_to > OP_QOS_BACKGROUND ? op_release_helper(OP_QOS_BACKGROUND) : NULL;
+            if (helper && op_queue_promote(helper, raised_to) == 0) raised = helper;
         }
         /* Releases run user code and may take long: sleep, doubling up to 1 ms, rather than
          * keep a CPU (a child forked while contexts were in another thread's buffer waits here
@@ -472,5 +488,6 @@ int op_release_wait(op_queue_t *queue, int64_t deadline) {
         nanosleep(&pause, NULL);
         if (pause_ns < 1000000) pause_ns *= 2;
     }
-    return 0;
+    if (raised) op_queue_unpromote(raised, raised_to);
+    return rc;
 }

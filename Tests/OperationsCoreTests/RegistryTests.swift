@@ -118,12 +118,12 @@ struct RegistryTests {
         #expect(op_queue_wait(queue, Limits.waitNs) == 0)
     }
 
-    /// In a child process (release_help_probe.c: it holds every background worker, the
-    /// maintenance queue's class): a wait for a tracking queue returns with every finished
-    /// context released while the background class is held, releasing itself what a body's
-    /// listing of its own queue sent to the maintenance queue. Before, the waiter spun until the
-    /// background class ran again (here 20 s later, when the spinners gave up).
-    @Test func aWaiterReleasesWhatWaitsForTheMaintenanceQueue() async throws {
+    /// In a child process (release_help_probe.c: it holds every background worker, the class of
+    /// the helper that releases batches of finished contexts): a wait for a tracking queue
+    /// returns with every finished context released while the background class is held, by
+    /// raising the helper (QoS promotion). Before, the waiter spun until the background class ran
+    /// again (here 20 s later, when the spinners gave up).
+    @Test func aWaiterIsNotHeldUpByASaturatedBackgroundClass() async throws {
         let path = try await ProbeBuilder.shared.binary("release_help_probe").get()
         let result = await runChild(path, [], environment: childEnvironment(), seconds: 90, backtraceOnTimeout: true)
         try #require(!result.timedOut, "the release-help probe did not exit:\n\(result)")

@@ -1,12 +1,13 @@
 /*
- * release_help_probe.c — a child process for RegistryTests: a waiter of a tracking queue does not
- * wait for the background class. Spinning bodies hold every background worker (the maintenance
- * queue's class). A serial tracking queue runs SUBMITTED empty tasks, then one that lists the
- * queue: the listing compacts the finished ones, and since its thread runs a body of the queue
- * their releases go to the maintenance queue (registry.c), which cannot run them. op_queue_wait on
- * the tracking queue must still return, with every finished context released, while the spinners
- * still hold their workers (the waiter releases what waits). Before, the waiter spun until the
- * background class came back: here, until the spinners gave up after SPIN_SECONDS.
+ * release_help_probe.c — a child process for RegistryTests: a waiter of a tracking queue is not
+ * held up by a saturated background class. Spinning bodies hold every background worker (the
+ * class of the helper that releases batches of finished contexts, context_release.c). A serial
+ * tracking queue runs SUBMITTED empty tasks, then one that lists the queue; its drainer hands
+ * batches of their contexts to the helper, which cannot run. op_queue_wait on the tracking queue
+ * must still return, with every finished context released, while the spinners still hold their
+ * workers: the wait raises the helper to its own class, or the queue's (QoS promotion). Before
+ * (issue 26), with the maintenance queue, the waiter spun until the background class came back:
+ * here, until the spinners gave up after SPIN_SECONDS.
  *
  * Prints wait_rc=, released=, submitted=, spinners_running= (1: the wait returned while every
  * background worker was still held), wait_ms=; exit 0 once printed, 2 when a call failed or the
