@@ -27,9 +27,8 @@
  *     releases take no CPU from the work; a wait for the releases raises it) and goes on; when its previous batch is still with the helper (a loaded machine), it leaves its
  *     queue to release the new one itself (its slot goes on as a token when work waits). So a
  *     queue that never runs dry holds at most two batches per drainer beyond its unfinished tasks,
- *     and the releases run beside the queue's work where a CPU is free (a chain of 5 000
- *     operations: 377 ns each with every release on its drainer, 340 with the helper, 319 with
- *     the old maintenance queue, on 2 CPUs);
+ *     and the releases run beside the queue's work where a CPU is free (what this costs the
+ *     Swift layer's graphs is in Perf/README.md, "Issue 33");
  *   - any other thread, at the end of the op_task_complete that settled them, unless it runs a
  *     body (op_queue_current), drains a queue, runs a listing's callback or an on_finish
  *     (op_release_hold_begin): then when that ends. A body releases at once what belongs to other
@@ -66,12 +65,12 @@
 
 /* Contexts a drainer buffers before it hands them to a helper (or, when its last batch is still
  * out, leaves its queue to release them itself): bounds what finished operations hold on a queue
- * that never runs dry (two batches per drainer at most: 256 / CPUs, at least 16, so 2 × 2 × 128
- * on 2 CPUs and 512 in all up to 16), while keeping the hand-off (an allocation and a submit) and
+ * that never runs dry (two batches per drainer at most: 256 / CPUs, at least 32, so 2 × 2 × 128
+ * on 2 CPUs and 1 024 on 16), while keeping the hand-off (an allocation and a submit) and
  * the leave (a token round trip, its local run queue back to the bands) rare. OP_RELEASE_BATCH is
  * the initial buffer's size. */
 #define OP_RELEASE_BATCH 256
-#define OP_RELEASE_BATCH_MIN 16
+#define OP_RELEASE_BATCH_MIN 32
 #define OP_RELEASE_BATCH_TOTAL 256
 
 typedef struct op_release_entry {

@@ -458,9 +458,9 @@ let livenessTestObjectsKeptAlive = Recorder<(OperationQueue, [SelfFinishingOpera
         print("liveness: \(runtimeUnderTest) width \(width): peak live captures \(peak) with a backlog of \(backlog) over \(total) operations beside a CPU hog, \(onlineCPUs) CPUs")
         // The backlog (unfinished, the producer's permits) plus what finished and waits for its
         // release: at most two batches per draining worker (context_release.c: one buffered, one
-        // with a helper; 256 / CPUs each, at least 16, so 512 in all up to 16 CPUs) and a few
+        // with a helper; 256 / CPUs each, at least 32, so 512 in all up to 8 CPUs) and a few
         // operations between a permit's signal and the operation's finish.
-        let perDrainer = 2 * max(16, 256 / onlineCPUs)
+        let perDrainer = 2 * max(32, 256 / onlineCPUs)
         let drainers = width == 1 ? 1 : onlineCPUs
         let bound = backlog + max(1_000, perDrainer * drainers + 100)
         #expect(peak <= bound, "\(runtimeUnderTest) width \(width): \(peak) captures alive at once with a backlog of \(backlog) (bound \(bound))")

@@ -411,7 +411,7 @@ int op_queue_submit_job(op_queue_t *queue, op_task_fn fn, void *context, int qos
  *  the thread that settles the task (the worker that ran or retired it, or op_task_complete when
  *  the body had returned), once that thread holds nothing of the queue — a worker at the end of
  *  its turn on the queue, or a background-class helper task (raised by a wait) that a worker
- *  hands a batch of them to every 256 / CPUs finishes (at least 16); any other thread before
+ *  hands a batch of them to every 256 / CPUs finishes (at least 32); any other thread before
  *  op_task_complete returns (inside a body, a listing's fn or an on_finish: once that ended) — so
  *  it may wait for the queue. op_queue_wait returns once the contexts of the tasks finished by
  *  then are released. Only before the first submit: returns 0, EINVAL, or EBUSY when the queue

@@ -315,7 +315,7 @@ final class LivenessShapeRun: @unchecked Sendable {
         #if !BEHAVIOUR_ON_FOUNDATION
         // The backlog, plus what finished and waits for release: a batch per draining worker
         // (LivenessTests.busyQueueReleasesFinishedOperationsBesideACPUHog has the reasoning).
-        let perDrainer = 2 * max(16, 256 / onlineCPUs)
+        let perDrainer = 2 * max(32, 256 / onlineCPUs)
         let drainers = stream.serial ? 1 : onlineCPUs
         let bound = stream.backlog + max(1_000, perDrainer * drainers + 100)
         if captures.peak > bound {
