@@ -148,16 +148,25 @@ static op_pool *op_pool_at_nice(int wanted) {
     return op_pool_for_nice(wanted);
 }
 
-op_pool *op_hop_pool_for(const op_placement *placement, op_task_t *task, int qos, int *renice) {
-    *renice = OP_NICE_UNCHANGED;
-    int delta = op_task_nice_delta(task);
-    int wanted = op_nice_of_class(qos) + delta;
+/* The nice value a body of `task` at class `qos` asks for (-20 … 19) and its offset from the
+ * class's (*delta): 0 for a body that renices around its main part itself where it may
+ * (OP_TASK_BODY_APPLIES_THREAD_PRIORITY), which then runs at its class's value. */
+static int op_hop_wanted_nice(op_task_t *task, int qos, int *delta) {
+    *delta = op_task_nice_delta(task);
+    int wanted = op_nice_of_class(qos) + *delta;
     wanted = wanted < -20 ? -20 : wanted > 19 ? 19 : wanted;
     if ((task->flags & OP_TASK_BODY_APPLIES_THREAD_PRIORITY) &&
         op_renice_undoable(wanted, op_nice_of_class(qos))) {
-        /* The body renices around its main part itself: its class's workers. */
-        delta = 0;
+        *delta = 0;
+        wanted = op_nice_of_class(qos);
     }
+    return wanted;
+}
+
+op_pool *op_hop_pool_for(const op_placement *placement, op_task_t *task, int qos, int *renice) {
+    *renice = OP_NICE_UNCHANGED;
+    int delta;
+    int wanted = op_hop_wanted_nice(task, qos, &delta);
     if (placement) {
         /* Its own class's workers on the queue's CPUs; a thread priority renices there. */
         if (delta != 0) *renice = wanted;
@@ -175,16 +184,10 @@ op_pool *op_hop_pool_for(const op_placement *placement, op_task_t *task, int qos
 bool op_hop_run_body(op_pool *pool, op_queue_t *queue, op_task_t *task, int qos, int class_nice,
                      int *renice) {
     *renice = OP_NICE_UNCHANGED;
-    int delta = op_task_nice_delta(task);
-    int wanted = op_nice_of_class(qos) + delta;
-    wanted = wanted < -20 ? -20 : wanted > 19 ? 19 : wanted;
-    if ((task->flags & OP_TASK_BODY_APPLIES_THREAD_PRIORITY) &&
-        op_renice_undoable(wanted, op_nice_of_class(qos))) {
-        /* The body renices around its main part itself: run it at its class's value. */
-        delta = 0;
-        wanted = op_nice_of_class(qos);
-        if (qos == op_pool_qos(pool)) return false;
-    }
+    int delta;
+    int wanted = op_hop_wanted_nice(task, qos, &delta);
+    /* A body that renices around its main part itself, on its class's workers already. */
+    if (delta == 0 && op_task_nice_delta(task) != 0 && qos == op_pool_qos(pool)) return false;
     const op_placement *placement = op_pool_placement(pool);
     op_pool *target;
     int hop_renice = OP_NICE_UNCHANGED;
