@@ -154,15 +154,27 @@ final class LiveCapture: Sendable {
     /// A count of live captures and its peak.
     final class Count: Sendable {
         let live = Locked((now: 0, peak: 0))
+        /// Signalled each time the count falls to zero.
+        let reachedNone = DispatchSemaphore(value: 0)
         var peak: Int { live.withLock { $0.peak } }
         var now: Int { live.withLock { $0.now } }
+        /// Waits until no capture is alive, for `seconds` at most; false when some still are.
+        func waitUntilNone(seconds: Double) -> Bool {
+            let deadline = DispatchTime.now() + seconds
+            while now > 0 {
+                if reachedNone.wait(timeout: deadline) == .timedOut { return now == 0 }
+            }
+            return true
+        }
     }
     let count: Count
     init(_ count: Count) {
         self.count = count
         count.live.withLock { $0.now += 1; $0.peak = max($0.peak, $0.now) }
     }
-    deinit { count.live.withLock { $0.now -= 1 } }
+    deinit {
+        if count.live.withLock({ $0.now -= 1; return $0.now == 0 }) { count.reachedNone.signal() }
+    }
     func touch() {}
 }
 
@@ -464,6 +476,13 @@ let livenessTestObjectsKeptAlive = Recorder<(OperationQueue, [SelfFinishingOpera
         let drainers = width == 1 ? 1 : onlineCPUs
         let bound = backlog + max(1_000, perDrainer * drainers + 100)
         #expect(peak <= bound, "\(runtimeUnderTest) width \(width): \(peak) captures alive at once with a backlog of \(backlog) (bound \(bound))")
-        #expect(captures.now == 0, "\(captures.now) captures still alive after the queue finished")
+        // Ours releases what it holds before waitUntilAllOperationsAreFinished returns
+        // (op_queue_wait waits for the releases: a deliberate addition, DESIGN.md "Finished
+        // operations are let go"); Foundation lets its last operations go a moment after.
+        if onFoundation {
+            #expect(captures.waitUntilNone(seconds: 10), "\(captures.now) captures still alive 10 s after the queue finished")
+        } else {
+            #expect(captures.now == 0, "\(captures.now) captures still alive after the queue finished")
+        }
     }
 }
