@@ -6,9 +6,12 @@
  *
  * Why not at the finish itself: the release runs user code (a deinit) that may wait for the very
  * queue — for it to go idle, or for its next task — which would then wait for the slot the
- * finishing drainer holds, or for the body the finishing thread runs. And why not later, elsewhere
- * (the maintenance queue at background class, as before): a loaded machine starved it, and a queue
- * kept busy held 9 600–53 000 finished operations alive (Foundation: 5 003) (issue 33, item 7).
+ * finishing drainer holds, or for the body the finishing thread runs. And why not only later,
+ * elsewhere: the old compaction on a background-class maintenance queue was all that let
+ * finished operations go, and a loaded machine starved it (a queue kept busy held 9 600–53 000
+ * alive; Foundation: 5 003; issue 33, item 7). The helper below is background class too, but
+ * it does not bound what is kept: the drainers' backpressure does (a drainer whose last batch
+ * is still out releases the next itself).
  *
  * Who takes a context: the thread that gives back the finished task's unit of its queue (its
  * busy unit: drain.c once the task is retired or finished on a worker, op_task_complete when it
@@ -22,10 +25,12 @@
  * releases them when it holds nothing of their queues:
  *   - a worker, when its turn on a queue ends (drain.c: the queue ran dry, was suspended, its
  *     budget ran out, a body handed the slot to an asynchronous task);
- *   - a drainer whose buffer holds a batch (op_release_batch_full) hands it to a helper task (a
+ *   - a drainer whose buffer holds a batch (op_release_batch_full) hands it to the helper (a
  *     core queue of default width at background class, holding nothing of the queue, so its
- *     releases take no CPU from the work; a wait for the releases raises it) and goes on; when its previous batch is still with the helper (a loaded machine), it leaves its
- *     queue to release the new one itself (its slot goes on as a token when work waits). So a
+ *     releases take no CPU from the work; a wait for the releases raises it, see
+ *     op_release_wait) and goes on; when its previous batch is still with the helper (a loaded
+ *     machine), it leaves its queue to release the new one itself (its slot goes on as a token
+ *     when work waits). So a
  *     queue that never runs dry holds at most two batches per drainer beyond its unfinished tasks,
  *     and the releases run beside the queue's work where a CPU is free (what this costs the
  *     Swift layer's graphs is in Perf/README.md, "Issue 33");
@@ -52,8 +57,9 @@
  *
  * Threads: a buffer is its thread's alone; a thread that ends releases what it kept and frees it
  * (a key destructor). `releasing` and the queue's references are atomics of the queue; a drainer
- * adds its batch to them once, not once per task. Fork: a child makes new helpers (those of the
- * parent may hold slots of threads that do not exist there).
+ * adds its batch to them once, not once per task. Fork: a child makes a new helper (the
+ * parent's may hold slots of threads that do not exist there); the lock that makes it is held
+ * across the fork (op_release_lock_for_fork), so the child never inherits it held.
  */
 #include "internal.h"
 
@@ -337,34 +343,36 @@ void op_release_flush_if_safe(void) {
 
 /* ---- the helper: a drainer's batch released elsewhere while it goes on --------------------- */
 
-/* The helpers: a queue per class (default width, not tracking), made on first use in this
- * process (a forked child makes its own), never freed. */
-static pthread_mutex_t op_release_helpers_lock = PTHREAD_MUTEX_INITIALIZER;
-static op_queue_t *_Atomic op_release_helpers[OP_QOS_COUNT];
-static _Atomic pid_t op_release_helpers_pid;
+/* The helper: a queue of default width at background class, not tracking, made on first use in
+ * this process (a forked child makes its own), never freed; NULL when it could not be made. */
+static pthread_mutex_t op_release_helper_lock = PTHREAD_MUTEX_INITIALIZER;
+static op_queue_t *_Atomic op_release_helper_queue;
+static _Atomic pid_t op_release_helper_pid;
 
-static op_queue_t *op_release_helper(int qos) {
+static op_queue_t *op_release_helper(void) {
     pid_t pid = getpid();
-    /* acquire: the helpers made by the thread that stored the pid. */
-    if (OP_UNLIKELY(atomic_load_explicit(&op_release_helpers_pid, memory_order_acquire) != pid)) {
-        pthread_mutex_lock(&op_release_helpers_lock);
-        if (atomic_load_explicit(&op_release_helpers_pid, memory_order_relaxed) != pid) {
-            /* First use, or a child of a fork: the parent's helpers (and their slots) stay
+    /* acquire: the helper made by the thread that stored the pid. */
+    if (OP_UNLIKELY(atomic_load_explicit(&op_release_helper_pid, memory_order_acquire) != pid)) {
+        pthread_mutex_lock(&op_release_helper_lock);
+        if (atomic_load_explicit(&op_release_helper_pid, memory_order_relaxed) != pid) {
+            /* First use, or a child of a fork: the parent's helper (and its slots) stays
              * behind, leaked as the header's FORK section says of queues. */
-            for (int c = 0; c < OP_QOS_COUNT; c++) {
-                atomic_store_explicit(&op_release_helpers[c],
-                                      op_queue_create("operations releases", (op_qos_t)c,
-                                                      OP_WIDTH_DEFAULT),
-                                      memory_order_relaxed);
-            }
-            /* release: the helpers before the pid that says they are made. */
-            atomic_store_explicit(&op_release_helpers_pid, pid, memory_order_release);
+            op_queue_t *helper =
+                op_queue_create("operations releases", OP_QOS_BACKGROUND, OP_WIDTH_DEFAULT);
+            atomic_store_explicit(&op_release_helper_queue, helper, memory_order_relaxed);
+            /* release: the helper before the pid that says it is made (when it could not be,
+             * NULL: the drainers release their batches themselves, and a later call tries
+             * again). */
+            if (helper) atomic_store_explicit(&op_release_helper_pid, pid, memory_order_release);
         }
-        pthread_mutex_unlock(&op_release_helpers_lock);
+        pthread_mutex_unlock(&op_release_helper_lock);
     }
-    if (qos < 0 || qos >= OP_QOS_COUNT) qos = OP_QOS_DEFAULT;
-    return atomic_load_explicit(&op_release_helpers[qos], memory_order_relaxed);
+    return atomic_load_explicit(&op_release_helper_queue, memory_order_relaxed);
 }
+
+void op_release_lock_for_fork(void) { pthread_mutex_lock(&op_release_helper_lock); }
+
+void op_release_unlock_after_fork(void) { pthread_mutex_unlock(&op_release_helper_lock); }
 
 /* The helper's task: releases the batch, then says so. */
 static void op_release_helper_run(void *context) {
@@ -394,7 +402,7 @@ static bool op_release_handed_done(op_release_buffer *buffer) {
     return true;
 }
 
-bool op_release_hand_off(op_queue_t *queue, int qos) {
+bool op_release_hand_off(op_queue_t *queue) {
     op_release_buffer *buffer = &op_tls_releases;
     pid_t pid = getpid();
     /* A child of a fork forgets the parent's batch: its helper does not run here (leaked, as the
@@ -402,7 +410,7 @@ bool op_release_hand_off(op_queue_t *queue, int qos) {
     if (OP_UNLIKELY(buffer->handed && buffer->handed_pid != pid)) buffer->handed = NULL;
     if (!op_release_handed_done(buffer)) return false; /* the last batch is still out: leave */
     if (buffer->flushing || buffer->count == 0 || !op_release_register(buffer)) return false;
-    op_queue_t *helper = op_release_helper(qos);
+    op_queue_t *helper = op_release_helper();
     if (!helper) return false;
     uint32_t count = buffer->count;
     op_release_handed *handed = malloc(sizeof *handed + (size_t)count * sizeof(op_release_entry));
@@ -456,9 +464,13 @@ int op_release_wait(op_queue_t *queue, int64_t deadline) {
     int64_t start = op_now_ns();
     long pause_ns = 1000;
     /* The helper runs at background class, so as not to take the CPU from the work whose
-     * releases it takes; a wait for them raises it (QoS promotion, the waiter's class or at least
-     * the queue's) until the wait ends: saturated background work must not hold up a waiter of
-     * another class (release_help_probe.c). */
+     * releases it takes; a wait for them raises it until the wait ends, to the waiter's class,
+     * the queue's, or utility, whichever is highest: saturated background work must not hold up
+     * a waiter (release_help_probe.c), not even one of an ordinary thread (which counts as
+     * background) on a background queue. The raise is the runtime's own, made with promotion
+     * off too (op_queue_raise). Batches queued to the helper then run on the raised class's
+     * workers; one a background worker runs already stays at its nice where the process may
+     * not lower it (unprivileged): the waiter waits for background's share of a CPU then. */
     op_queue_t *raised = NULL;
     op_qos_t raised_to = OP_QOS_BACKGROUND;
     int rc = 0;
@@ -476,8 +488,9 @@ int op_release_wait(op_queue_t *queue, int64_t deadline) {
         if (!raised) {
             op_qos_t waiter = op_current_thread_qos(), own = op_queue_qos(queue);
             raised_to = waiter > own ? waiter : own;
-            op_queue_t *helper = raised_to > OP_QOS_BACKGROUND ? op_release_helper(OP_QOS_BACKGROUND) : NULL;
-            if (helper && op_queue_promote(helper, raised_to) == 0) raised = helper;
+            if (raised_to < OP_QOS_UTILITY) raised_to = OP_QOS_UTILITY;
+            raised = op_release_helper();
+            if (raised) op_queue_raise(raised, raised_to);
         }
         /* Releases run user code and may take long: sleep, doubling up to 1 ms, rather than
          * keep a CPU (a child forked while contexts were in another thread's buffer waits here

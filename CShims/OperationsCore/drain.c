@@ -478,7 +478,7 @@ static void op_drain_token_run(op_token *token) {
         /* A batch of contexts to release: to the helper (background class: it takes no CPU from
          * the work; a waiter raises it, context_release.c), or, when our last one is still there,
          * we leave to release it ourselves. */
-        if (OP_UNLIKELY(op_release_batch_full()) && !op_release_hand_off(queue, OP_QOS_BACKGROUND)) {
+        if (OP_UNLIKELY(op_release_batch_full()) && !op_release_hand_off(queue)) {
             op_drain_leave_to_release(queue, finished);
             return;
         }

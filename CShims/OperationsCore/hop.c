@@ -186,8 +186,6 @@ bool op_hop_run_body(op_pool *pool, op_queue_t *queue, op_task_t *task, int qos,
     *renice = OP_NICE_UNCHANGED;
     int delta;
     int wanted = op_hop_wanted_nice(task, qos, &delta);
-    /* A body that renices around its main part itself, on its class's workers already. */
-    if (delta == 0 && op_task_nice_delta(task) != 0 && qos == op_pool_qos(pool)) return false;
     const op_placement *placement = op_pool_placement(pool);
     op_pool *target;
     int hop_renice = OP_NICE_UNCHANGED;
@@ -196,6 +194,8 @@ bool op_hop_run_body(op_pool *pool, op_queue_t *queue, op_task_t *task, int qos,
          * class's workers outside its queue's slots, own_class_run.c). */
         target = op_hop_pool_for(placement, task, qos, &hop_renice);
     } else {
+        /* On its class's workers already, at its nice (or a body that renices around its main
+         * part itself: delta 0 with a thread priority). */
         if (delta == 0) return false;
         if (placement || op_renice_undoable(wanted, class_nice)) {
             *renice = wanted; /* the drainer renices and back (clamped on a placed queue) */

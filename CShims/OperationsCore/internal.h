@@ -359,9 +359,9 @@ void op_release_adopt(op_queue_t *queue);
 /* Whether this thread buffers a batch: a drainer then hands it to a helper, or leaves its
  * queue to release it. */
 bool op_release_batch_full(void);
-/* A drainer of `queue` with a full batch: hands it to the helper of class `qos` and goes on;
- * false when its last batch is still out (or out of memory): it must leave to release. */
-bool op_release_hand_off(op_queue_t *queue, int qos);
+/* A drainer of `queue` with a full batch: hands it to the helper and goes on; false when its
+ * last batch is still out (or out of memory): it must leave to release. */
+bool op_release_hand_off(op_queue_t *queue);
 /* Releases this thread's buffered contexts; the caller holds no unit of their queues (and has
  * adopted its drain's). Re-entrant calls (from a release) return at once. */
 void op_release_flush(void);
@@ -373,6 +373,10 @@ bool op_release_in_progress_here(void);
 /* Waits until no context of `queue` waits for release (not from inside a release: returns 0);
  * ETIMEDOUT at `deadline` (op_now_ns; negative: none). */
 int op_release_wait(op_queue_t *queue, int64_t deadline);
+/* Fork (worker_pool.c's handlers): the prepare handler holds the lock that makes the helper
+ * (taken first: a thread holding it may be making a queue), the parent and child release it. */
+void op_release_lock_for_fork(void);
+void op_release_unlock_after_fork(void);
 
 /* registry.c */
 void op_registry_add(op_queue_t *queue, op_task_t *task);
@@ -789,8 +793,12 @@ void op_promotion_note_queue_raise(op_task_t *task, int qos);
 /* A task was just submitted to `queue`: one of a higher class than a serial queue's raises the
  * queue (what is ahead of it) until it finished. */
 void op_promotion_submitted(op_task_t *task, op_queue_t *queue);
+/* op_queue_promote without the switch: a raise the runtime makes for its own liveness (a wait
+ * for releases raises the release helper, context_release.c), undone by op_queue_unpromote.
+ * `queue` and `qos` are valid. */
+void op_queue_raise(op_queue_t *queue, op_qos_t qos);
 /* Whether QoS promotion is on (OPERATIONS_QOS_PROMOTION, read once; then
- * op_runtime_set_qos_promotion). Gates only the raising calls. */
+ * op_runtime_set_qos_promotion). Gates only the raising calls a user asks for. */
 bool op_promotion_enabled(void);
 /* Fork (worker_pool.c's pthread_atfork handlers): the prepare handler holds every promotion
  * lock, so the child never inherits one held by a thread it does not have (nor counts changed

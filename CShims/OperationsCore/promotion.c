@@ -266,12 +266,16 @@ int op_task_promoted_qos(const op_task_t *task) {
 int op_queue_promote(op_queue_t *queue, op_qos_t qos) {
     if (!queue || (unsigned)qos >= OP_QOS_COUNT) return EINVAL;
     if (!op_promotion_enabled()) return ENOTSUP;
+    op_queue_raise(queue, qos);
+    return 0;
+}
+
+void op_queue_raise(op_queue_t *queue, op_qos_t qos) {
     op_queue_promo_change(queue, qos, +1);
     int nice = op_promotion_nice(NULL, qos);
     if (qos > (int)op_queue_qos(queue) && op_nice_can_hold(nice)) {
         op_pool_promote_running(NULL, queue, nice);
     }
-    return 0;
 }
 
 void op_queue_unpromote(op_queue_t *queue, op_qos_t qos) {

@@ -1258,11 +1258,13 @@ op_pool *op_pool_for_nice(int nice) {
 
 /* ---- fork ----------------------------------------------------------------------------------- */
 
-/* Prepare: hold the locks that pool creation takes, and the queues' promotion locks
- * (promotion.c), so the child never inherits one held by a thread that is not there. (All are
- * only held briefly: a pool creation waits at most for its workers to start, a promotion lock
- * is held for a few instructions.) */
+/* Prepare: hold the lock that makes the release helper (context_release.c; first: its holder
+ * makes a queue, which may take the others), the locks that pool creation takes, and the queues'
+ * promotion locks (promotion.c), so the child never inherits one held by a thread that is not
+ * there. (All are only held briefly: a pool creation waits at most for its workers to start, a
+ * promotion lock is held for a few instructions.) */
 static void op_pool_before_fork(void) {
+    op_release_lock_for_fork();
     pthread_mutex_lock(&op_pools_lock);
     op_placement_lock_for_fork();
     op_promotion_lock_for_fork(); /* leaves, held a few instructions: taken last */
@@ -1272,6 +1274,7 @@ static void op_pool_after_fork_in_parent(void) {
     op_promotion_unlock_after_fork();
     op_placement_unlock_after_fork();
     pthread_mutex_unlock(&op_pools_lock);
+    op_release_unlock_after_fork();
 }
 
 /* The child: only this thread exists. Forget the parent's pools (leaked: queues and stacks may
@@ -1297,6 +1300,7 @@ static void op_pool_after_fork_in_child(void) {
     op_running_promotion_forget_after_fork();
     op_promotion_unlock_after_fork(); /* the queues' counts stay as they were at the fork */
     pthread_mutex_unlock(&op_pools_lock);
+    op_release_unlock_after_fork();
 }
 
 __attribute__((constructor)) static void op_pool_install_fork_handlers(void) {

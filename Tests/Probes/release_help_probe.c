@@ -5,9 +5,15 @@
  * tracking queue runs SUBMITTED empty tasks, then one that lists the queue; its drainer hands
  * batches of their contexts to the helper, which cannot run. op_queue_wait on the tracking queue
  * must still return, with every finished context released, while the spinners still hold their
- * workers: the wait raises the helper to its own class, or the queue's (QoS promotion). Before
- * (issue 26), with the maintenance queue, the waiter spun until the background class came back:
- * here, until the spinners gave up after SPIN_SECONDS.
+ * workers: the wait raises the helper to its own class, the queue's, or utility. Before (issue
+ * 26), with the maintenance queue, the waiter spun until the background class came back: here,
+ * until the spinners gave up after SPIN_SECONDS.
+ *
+ * The mode (argv[1]): "default" as above; "promotion-off" with QoS promotion switched off (the
+ * raise is the runtime's own: a review found that it was made only with promotion on);
+ * "background-queue": the queue is set to background class once its tasks ran, and the waiter
+ * is an ordinary thread (background too, as the core counts it): the raise goes to utility at
+ * least (review: it raised nothing there).
  *
  * Prints wait_rc=, released=, submitted=, spinners_running= (1: the wait returned while every
  * background worker was still held), wait_ms=; exit 0 once printed, 2 when a call failed or the
@@ -16,7 +22,9 @@
 #include <operations_core.h>
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #define SUBMITTED 1500 /* under 2048: no drainer compacts itself (drain.c) */
@@ -50,14 +58,14 @@ static void count_task(op_task_t *task, void *arg) {
 }
 
 static op_queue_t *tracked;
-static int listed = -1;
+static atomic_int listed = -1;
 
 /* Lists its own queue: the listing compacts what finished before it. */
 static void lister_body(void *context) {
     (void)context;
     int count = 0;
     op_queue_for_each(tracked, count_task, &count);
-    listed = count;
+    atomic_store(&listed, count);
 }
 
 static void release_context(void *context) {
@@ -65,7 +73,12 @@ static void release_context(void *context) {
     atomic_fetch_add_explicit(&released, 1, memory_order_relaxed);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "default";
+    bool promotion_off = strcmp(mode, "promotion-off") == 0;
+    bool background_queue = strcmp(mode, "background-queue") == 0;
+    if (!promotion_off && !background_queue && strcmp(mode, "default") != 0) return 2;
+    if (promotion_off) op_runtime_set_qos_promotion(false);
     op_runtime_start_workers(OP_QOS_BACKGROUND);
     int workers = op_runtime_worker_count(OP_QOS_BACKGROUND);
     op_queue_t *background = op_queue_create("spinners", OP_QOS_BACKGROUND, workers);
@@ -84,12 +97,20 @@ int main(void) {
         if (op_queue_submit_f(queue, empty_body, &contexts[i]) != 0) return 2;
     }
     if (op_queue_submit_f(queue, lister_body, &contexts[SUBMITTED]) != 0) return 2;
+    if (background_queue) {
+        /* Its tasks ran (their batches wait for the helper): the queue becomes background. */
+        double ran = now_s();
+        while (atomic_load(&listed) < 0) {
+            if (now_s() - ran > 10) return 2;
+        }
+        if (op_queue_set_qos(queue, OP_QOS_BACKGROUND) != 0) return 2;
+    }
     double wait_start = now_s();
     int rc = op_queue_wait(queue, 60LL * 1000000000LL);
     double waited = now_s() - wait_start;
     int running = atomic_load(&spinners_ended) == 0;
     printf("wait_rc=%d\nreleased=%d\nsubmitted=%d\nlisted=%d\nspinners_running=%d\nwait_ms=%.1f\n",
-           rc, atomic_load(&released), SUBMITTED + 1, listed, running, waited * 1e3);
+           rc, atomic_load(&released), SUBMITTED + 1, atomic_load(&listed), running, waited * 1e3);
     fflush(stdout);
     atomic_store(&stop_spinning, true);
     op_queue_wait(background, 30LL * 1000000000LL);
