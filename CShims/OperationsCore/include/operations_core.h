@@ -117,6 +117,12 @@
 extern "C" {
 #endif
 
+/* The library builds with -fvisibility=hidden (CMakeLists.txt): only what this header declares
+ * is exported from liboperations_core.so, with default visibility from here to the matching pop
+ * at the end; the core's internal functions stay hidden. .ci/check-exports checks that the
+ * shared library's dynamic symbols are exactly this header's functions. */
+#pragma GCC visibility push(default)
+
 /* ---------------------------------------------------------------------------------------------
  * Enumerations
  * ------------------------------------------------------------------------------------------- */
@@ -723,6 +729,8 @@ void op_event_cancel_wait(op_event_t *event);
 int op_event_wait(op_event_t *event, uint32_t key, int64_t timeout_ns);
 /** Wakes up to `count` waiters; cheap (no syscall) when nobody waits. */
 void op_event_notify(op_event_t *event, int count);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }
