@@ -31,7 +31,7 @@ elif name == "promo-12-bit":
     # with the old arithmetic: an add carries into the next class's field, a subtraction is
     # skipped when the class's field reads 0 (so a field that wrapped to 0 loses its count and
     # the carry stays: the queue raised to the next class for good).
-    patch("CShims/OperationsCore/promotion.c",
+    patch("CShims/OperationsCore/queue/promotion.c",
           """    uint64_t *count = &queue->promo_counts[qos];
     if (delta < 0 && *count == 0) {""",
           """    /* MUTATION: the old packed word. */

@@ -2,7 +2,7 @@
 // rarely and that end in a task run twice, a freed task or queue, or a count that never drains.
 // Each test names its pattern; each repeats the race many times with both sides released at the
 // same moment, and the AddressSanitizer run in CI turns a use after free into a failure. The
-// race-window build (OPERATIONS_RACE_WINDOWS, see CShims/OperationsCore/race_window.c and OP_RACE_WINDOW in internal.h) widens
+// race-window build (OPERATIONS_RACE_WINDOWS, see CShims/OperationsCore/base/race_window.c and OP_RACE_WINDOW in base/base.h) widens
 // the windows these tests aim at.
 import Glibc
 import OperationsCore

@@ -19,9 +19,9 @@ enum PackageLayout {
     static var coreDirectory: URL { root.appendingPathComponent("CShims/OperationsCore") }
     static var coreInclude: String { coreDirectory.appendingPathComponent("include").path }
 
-    /// Every .c file of the core, sorted.
+    /// Every .c file of the core (in its layer folders: graph/, queue/, pool/, base/), sorted.
     static var coreSources: [String] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: coreDirectory.path)) ?? []
+        let names = FileManager.default.subpaths(atPath: coreDirectory.path) ?? []
         return names.filter { $0.hasSuffix(".c") }.sorted()
             .map { coreDirectory.appendingPathComponent($0).path }
     }

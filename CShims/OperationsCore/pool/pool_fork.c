@@ -1,0 +1,92 @@
+/*
+ * pool_fork.c — fork() and the pools: the pthread_atfork handlers of the whole core.
+ *
+ * A child of fork() has one thread, the one that forked. Every lock another thread of the
+ * parent held at the fork would stay held in the child for good, so the prepare handler takes
+ * them all (each is only held briefly: a pool creation waits at most for its workers to start,
+ * a promotion lock is held for a few instructions), the parent handler gives them back, and the
+ * child handler forgets what the child does not have: the pools and their workers (leaked:
+ * queues and stacks may still point into them; first use makes new ones, with a new monitor),
+ * the spawner, the placements' pools (the sets stay), and the thread's own worker identity (the
+ * forking thread, even a worker in a task body, is an ordinary thread there).
+ *
+ * The queue layer has locks and thread-locals of its own that must cross the fork the same way
+ * (the release helper's lock, the queues' promotion locks, the drainer's thread-locals). The
+ * pool names nothing above it: the queue layer gives its part as a table (op_pool_fork_hooks)
+ * when it makes its first queue (op_pool_set_fork_hooks); before that it has nothing to guard.
+ *
+ * Lock order (the prepare handler's; a deadlock in the prepare handler would hang fork()):
+ * the queue layer's outer lock (the release helper's: its holder makes a queue, which may take
+ * the pools' lock), the pools' lock, the placements' lock, the queue layer's inner locks (the
+ * promotion locks: leaves, taken last).
+ *
+ * The handlers are registered once (op_pool_fork_register), by the first pool's creation or
+ * the first queue's, whichever comes first: before either there is nothing to guard. Not a
+ * constructor: a static archive drops an object file whose only way in is a constructor.
+ */
+#include "pool_private.h"
+
+#include <string.h>
+
+/* The queue layer's part; NULL until its first queue. acquire/release: the handler sees the
+ * table's functions once it sees the pointer. */
+static const op_pool_fork_hooks *_Atomic op_fork_hooks;
+
+static void op_pool_after_fork_in_child(void);
+static void op_pool_before_fork(void);
+static void op_pool_after_fork_in_parent(void);
+
+static void op_pool_install_fork_handlers(void) {
+    pthread_atfork(op_pool_before_fork, op_pool_after_fork_in_parent, op_pool_after_fork_in_child);
+}
+
+void op_pool_fork_register(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, op_pool_install_fork_handlers);
+}
+
+void op_pool_set_fork_hooks(const op_pool_fork_hooks *hooks) {
+    op_pool_fork_register();
+    /* relaxed first look: every queue creation calls this; only the first stores. */
+    if (atomic_load_explicit(&op_fork_hooks, memory_order_relaxed) == hooks) return;
+    atomic_store_explicit(&op_fork_hooks, hooks, memory_order_release);
+}
+
+static void op_pool_before_fork(void) {
+    const op_pool_fork_hooks *hooks = atomic_load_explicit(&op_fork_hooks, memory_order_acquire);
+    if (hooks) hooks->lock_outer();
+    pthread_mutex_lock(&op_pools_lock);
+    op_placement_lock_for_fork();
+    if (hooks) hooks->lock_inner(); /* leaves, held a few instructions: taken last */
+}
+
+static void op_pool_after_fork_in_parent(void) {
+    /* relaxed: this thread loaded it with acquire in the prepare handler; it never changes back. */
+    const op_pool_fork_hooks *hooks = atomic_load_explicit(&op_fork_hooks, memory_order_relaxed);
+    if (hooks) hooks->unlock_inner();
+    op_placement_unlock_after_fork();
+    pthread_mutex_unlock(&op_pools_lock);
+    if (hooks) hooks->unlock_outer();
+}
+
+static void op_pool_after_fork_in_child(void) {
+    for (int qos = 0; qos < OP_QOS_COUNT; qos++) {
+        /* relaxed: no other thread exists; a thread started later is ordered by its creation. */
+        atomic_store_explicit(&op_pools[qos], NULL, memory_order_relaxed);
+    }
+    atomic_store_explicit(&op_placed_pools, NULL, memory_order_relaxed); /* relaxed: as above */
+    for (int i = 0; i < 40; i++) {
+        atomic_store_explicit(&op_nice_pools[i], NULL, memory_order_relaxed); /* as above */
+    }
+    op_spawner_forget_after_fork();
+    op_placement_forget_pools_after_fork(); /* and releases the placements' lock */
+    op_monitor_forget_after_fork();
+    op_tls_pool = NULL;
+    op_tls_worker = NULL;
+    op_tls_task = NULL;
+    op_running_promotion_forget_after_fork();
+    pthread_mutex_unlock(&op_pools_lock);
+    /* relaxed: as in the parent handler. */
+    const op_pool_fork_hooks *hooks = atomic_load_explicit(&op_fork_hooks, memory_order_relaxed);
+    if (hooks) hooks->reset_in_child(); /* its thread-locals; releases its inner and outer locks */
+}
