@@ -7,7 +7,7 @@
  *
  * Compiled in only with OPERATIONS_RACE_WINDOWS defined (`swift build -Xcc
  * -DOPERATIONS_RACE_WINDOWS`, as CI's race-window run does); otherwise OP_RACE_WINDOW(point)
- * (internal.h) is nothing and this file is empty. In that build, each point is taken with
+ * (base/base.h) is nothing and this file is empty. In that build, each point is taken with
  * probability 1/4 and then pauses the calling thread for one of: a few CPU pauses, a
  * sched_yield, or a sleep of 1 to 50 µs. The choices come from a per-thread generator seeded
  * from OPERATIONS_RACE_SEED (decimal; default: the clock), mixed with the thread id; the seed is

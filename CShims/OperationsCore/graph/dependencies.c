@@ -458,7 +458,7 @@ int op_task_wait(op_task_t *task, int64_t timeout_ns) {
 
 /* The queue layer's way back up into the graph (drain.c runs and finishes tasks, registry.c
  * makes barriers depend on tasks and cancels them). Filled at compile time, so it is set before
- * any task can reach a queue, in a shared library and in a static archive alike (see internal.h). */
+ * any task can reach a queue, in a shared library and in a static archive alike (see queue/queue.h). */
 static const op_graph_hooks op_graph_hooks_table = {
     .finish = op_task_finish,
     .settle_deferred = op_task_settle_deferred,
