@@ -140,7 +140,7 @@ enum {
     OP_STATE_CANCELLED = 1u << 4,
     OP_STATE_WAITERS = 1u << 5, /* someone sleeps on the state word */
     OP_STATE_BODY_DONE = 1u << 6, /* the body returned (manual-completion tasks) */
-    /* handed to its own class's workers, outside its queue's slots (own_class_run.c): its
+    /* handed to its own class's workers, outside its queue's slots (carry.c): its
      * manual completion gives back its busy unit only, no slot; a promotion is not counted on
      * its queue */
     OP_STATE_OUTSIDE_WIDTH = 1u << 7,

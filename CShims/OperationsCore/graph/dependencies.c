@@ -30,10 +30,10 @@
 static void op_task_enqueue(op_task_t *task, uint32_t old, bool dispatch) {
     op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_acquire);
     /* A task of a class above its queue's, on a default-width queue: to its own class's
-     * workers (own_class_run.c). relaxed: settings made before it was submitted. */
+     * workers, outside its slots (carry.c). relaxed: settings made before it was submitted. */
     if (OP_UNLIKELY(atomic_load_explicit((_Atomic int8_t *)&task->qos, memory_order_relaxed) >
                     (int)op_queue_qos(queue)) &&
-        op_queue_run_in_own_class(queue, task)) {
+        op_carry_ready_outside_width(queue, task)) {
         return;
     }
     if (!dispatch) {
@@ -201,12 +201,12 @@ int op_task_defer(op_task_t *task) {
 
 void op_task_settle_deferred(op_task_t *task) {
     /* Once ready again the task may run and finish on another worker at once (its own class's,
-     * own_class_run.c, with no slot of ours in between) and drop its last reference while we
+     * carry.c, with no slot of ours in between) and drop its last reference while we
      * still count it down: a reference of our own across it (found by review). */
     op_task_retain(task);
     /* Clearing TAKEN would make valid again an entry that still stands for the task in its
      * queue's bands with the current generation: one a re-band pushed before the task went out
-     * to its own class's workers (own_class_run.c takes it by its state word, not by that
+     * to its own class's workers (carry.c takes it by its state word, not by that
      * entry), or a second entry a re-band pushed between QUEUED and the first push. A drainer
      * popping it would claim a task that is held and not QUEUED (found by review: it ran before
      * it was ready, and again once ready). So the generation moves on with the clearing, and
@@ -388,7 +388,7 @@ int op_task_complete(op_task_t *task) {
         op_release_task(queue, task);
         op_task_release(task); /* the queue's reference */
         if (old & OP_STATE_OUTSIDE_WIDTH) {
-            op_queue_busy_sub(queue, 1); /* ran outside the slots (own_class_run.c): no slot */
+            op_queue_busy_sub(queue, 1); /* ran outside the slots (carry.c): no slot */
         } else if (!op_queue_release_slot(queue, false)) {
             op_queue_busy_sub(queue, 2); /* the task and its slot: our last touch of queue */
         } else {

@@ -139,8 +139,9 @@ typedef enum op_priority {
 
 /** Quality-of-service classes, lowest first. Each has its own workers at its own nice value; a
  *  task of another class than its queue's runs on its own class's workers (the queue's worker
- *  hands the body over and waits, keeping the slot), and a thread priority runs on workers at
- *  its nice value where the process could not renice there and back. */
+ *  hands the task over with its slot, which the task keeps until it finished), and a thread
+ *  priority runs on workers at its nice value where the process could not renice there and
+ *  back. */
 typedef enum op_qos {
     OP_QOS_BACKGROUND = 0,
     OP_QOS_UTILITY = 1,
@@ -311,8 +312,8 @@ int op_task_wait(op_task_t *task, int64_t timeout_ns);
  * QoS promotion (no priority inversion)
  *
  * Work that higher-QoS work waits for is raised to the waiter's class until it finished:
- *   - a task not started yet runs at the raised class (its drainer hands the body to that
- *     class's workers, hop.c), and its queue runs at that class meanwhile (its waiting slots go
+ *   - a task not started yet runs at the raised class (its drainer hands it to that class's
+ *     workers with its slot), and its queue runs at that class meanwhile (its waiting slots go
  *     to that class's workers; on a serial queue so does everything ahead of it: the queue is
  *     raised as libdispatch raises a queue with a QoS override);
  *   - a body already running: its thread is reniced to the class's nice value until the body

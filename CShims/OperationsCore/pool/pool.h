@@ -65,7 +65,7 @@ void op_placement_bind_current_thread(const op_placement *placement);
 /* The default pool of class `qos`, made on first use, for work of that class: it counts as the
  * class asked for (op_class_requested). */
 op_pool *op_pool_for(op_qos_t qos);
-/* The same pool borrowed for its nice value (hop.c's op_pool_at_nice: a thread priority whose
+/* The same pool borrowed for its nice value (carry.c's op_pool_at_nice: a thread priority whose
  * nice a class happens to have): no class was asked for. */
 op_pool *op_pool_for_nice_of_class(op_qos_t qos);
 /* The pool of class `qos` for a placement, made on first use and stored in `slot` (the
@@ -140,7 +140,7 @@ void op_monitor_forget_after_fork(void);
 
 /* running_body_promotion.c: a body is about to run on this worker or spare for `task` of
  * `queue`, the thread at `nice`: promoters find it here (op_pool_promote_running). Before the
- * task's RUNNING read-modify-write (drain.c) or before reading its state (hop.c). */
+ * task's RUNNING read-modify-write (drain.c) or before reading its state (a carried task, drain.c). */
 void op_worker_promotable_begin(op_task_t *task, op_queue_t *queue, int nice);
 /* The drainer reniced for a thread priority before the body: the nice to restore to. */
 void op_worker_promotable_nice(int nice);

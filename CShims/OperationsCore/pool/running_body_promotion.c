@@ -6,7 +6,7 @@
  *
  * Each worker publishes the body it runs in one word (`body`: the task, with OP_BODY_* flags in
  * its low bits) and the body's queue, around each body (op_worker_promotable_begin/end, from
- * drain.c and hop.c). A promoter (rare: a wait that would block, an add of higher-QoS work)
+ * drain.c and carry.c). A promoter (rare: a wait that would block, an add of higher-QoS work)
  * walks every pool's workers and spares under one lock, marks a matching body BUSY with a
  * compare-and-swap, renices the thread (setpriority on its thread id) only to a lower nice
  * value than it has, and marks it APPLIED; the worker waits out a BUSY promoter at the body's

@@ -250,71 +250,104 @@ static op_task_t *op_drain_linger(op_queue_t *queue, op_pool *pool, bool *marked
     return task;
 }
 
-typedef enum { OP_RAN_FINISHED, OP_RAN_HANDED_OFF, OP_RAN_DEFERRED } op_run_result;
+typedef enum { OP_RAN_FINISHED, OP_RAN_HANDED_OFF, OP_RAN_DEFERRED, OP_RAN_CARRIED } op_run_result;
+
+/* Where a task that asks for another nice value goes (OP_RAN_CARRIED): the record, and the pool
+ * to push it into. The caller pushes it once it holds nothing more of the queue to touch. */
+typedef struct op_carry_out {
+    op_carry *carry;
+    op_pool *target;
+} op_carry_out;
 
 /* Runs one claimed task of `queue` on this worker or spare, at its nice value: a cancelled task
  * that does not ask to run is retired without its body; a deferred one goes back to waiting; a
- * manual-completion task keeps its slot until completed. `outside` (NULL for a drainer): the task
- * runs outside the queue's slots (own_class_run.c), and this token is what its body shows the
- * monitor (it lends no slot); the finish hands nothing off to a drainer, and a manual completion
- * gives back no slot. */
+ * manual-completion task keeps its slot until completed; a task whose nice value is another
+ * pool's is carried there (carry.c: OP_RAN_CARRIED, *out says where). `carry` (NULL for a
+ * drainer): the task came carried (carry.c), started already or not, with its slot or outside
+ * the queue's slots; its token is what the body shows the monitor, and the finish hands nothing
+ * off to a drainer. */
 static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_t *task,
-                                      op_token *outside) {
+                                      op_carry *carry, op_carry_out *out) {
     int class_nice = op_worker_refresh_nice();
+    bool started = carry && op_carry_started(carry);
+    bool outside = carry && !op_carry_holds_slot(carry);
+    bool changed = false;
+    int nice = class_nice;
+    if (started && op_carry_renice(carry) != OP_NICE_UNCHANGED) {
+        /* Carried here with a thread priority this worker renices for (and back). */
+        int target = op_nice_clamp_task(op_carry_renice(carry), class_nice);
+        changed = target != class_nice && op_nice_set_current_thread(target) == 0;
+        if (changed) nice = target;
+    }
     /* Promoters find the body here from now on (promotion.c): published before RUNNING, so a
      * promoter that sees RUNNING (its compare-and-swap on the same word comes after ours) sees
      * it, and one that comes before is seen in `old`. */
-    op_worker_promotable_begin(task, queue, class_nice);
-    /* acquire: pairs with the releases that made the task ready (dependencies' finish). */
-    OP_RACE_WINDOW("run: claimed, before RUNNING");
-    uint32_t running = OP_STATE_RUNNING | (outside ? OP_STATE_OUTSIDE_WIDTH : 0);
-    uint32_t old = atomic_fetch_or_explicit(&task->state, running, memory_order_acq_rel);
-    if (OP_UNLIKELY(old & OP_STATE_FINISHED)) {
-        /* Completed before we took it (op_task_complete on a queued manual-completion task):
-         * already finished, only retired here. */
-        op_worker_promotable_end();
-        op_worker_count_task();
-        return OP_RAN_FINISHED;
+    op_worker_promotable_begin(task, queue, nice);
+    uint32_t old;
+    if (started) {
+        /* seq_cst: after publishing the body (a seq_cst store), the Dekker pair with a promoter
+         * that raised the task after it was carried (it sets the level, then looks for the
+         * body): either it sees us, or we see its level and carry the task on to the raised
+         * class below. */
+        old = atomic_load_explicit(&task->state, memory_order_seq_cst);
+    } else {
+        /* acquire: pairs with the releases that made the task ready (dependencies' finish). */
+        OP_RACE_WINDOW("run: claimed, before RUNNING");
+        uint32_t running = OP_STATE_RUNNING | (outside ? OP_STATE_OUTSIDE_WIDTH : 0);
+        old = atomic_fetch_or_explicit(&task->state, running, memory_order_acq_rel);
+        if (OP_UNLIKELY(old & OP_STATE_FINISHED)) {
+            /* Completed before we took it (op_task_complete on a queued manual-completion
+             * task): already finished, only retired here. */
+            op_worker_promotable_end();
+            op_worker_count_task();
+            return OP_RAN_FINISHED;
+        }
+        if ((old & OP_STATE_CANCELLED) && !(task->flags & OP_TASK_RUN_WHEN_CANCELLED)) {
+            op_worker_promotable_end();
+            op_worker_count_task();
+            op_tls_drain.hand_off_allowed = !carry; /* cleared by the finish */
+            op_queue_graph->finish(task);
+            return OP_RAN_FINISHED;
+        }
     }
-    if ((old & OP_STATE_CANCELLED) && !(task->flags & OP_TASK_RUN_WHEN_CANCELLED)) {
-        op_worker_promotable_end();
-        op_worker_count_task();
-        op_tls_drain.hand_off_allowed = !outside; /* cleared by the finish */
-        op_queue_graph->finish(task);
-        return OP_RAN_FINISHED;
-    }
-    bool changed = false;
-    bool hopped = false;
     /* Fast path: a task of the pool's own class at thread priority 0.5 needs no syscall.
-     * Otherwise the body runs where its nice value already is (hop.c), or, where that is a
-     * renice this thread may undo, here after one. Its class is its own, its queue's, or what
-     * it or its queue was promoted to (read from `old` and the queue: promotion.c). */
+     * Otherwise the body is carried to where its nice value already is (carry.c), or, where that
+     * is a renice this thread may undo, runs here after one. Its class is its own, its queue's,
+     * or what it or its queue was promoted to (read from `old` and the queue: promotion.c). */
     int run_qos = op_task_run_qos(task, queue, old);
-    if (OP_UNLIKELY(run_qos > op_state_promoted_qos(old) &&
+    if (OP_UNLIKELY(!started && run_qos > op_state_promoted_qos(old) &&
                     run_qos > (int)atomic_load_explicit((_Atomic int8_t *)&task->qos,
                                                         memory_order_relaxed) &&
                     run_qos > (int)op_queue_qos(queue))) {
         op_promotion_note_queue_raise(task, run_qos); /* raised with its queue: reported */
     }
     if (op_task_nice_delta(task) != 0 || run_qos != op_pool_qos(pool)) {
-        int renice = OP_NICE_UNCHANGED;
-        hopped = op_hop_run_body(pool, queue, task, run_qos, class_nice, &renice);
-        if (renice != OP_NICE_UNCHANGED) {
-            int target = op_nice_clamp_task(renice, class_nice);
-            changed = target != class_nice && op_nice_set_current_thread(target) == 0;
-            if (changed) op_worker_promotable_nice(target);
+        int renice, carried_renice;
+        op_pool *target = op_carry_target(pool, task, run_qos, class_nice, &renice, &carried_renice);
+        op_carry *next = target ? op_carry_prepare(carry, queue, task, carried_renice) : NULL;
+        if (next) {
+            op_worker_promotable_end();
+            if (changed) op_nice_set_current_thread(class_nice);
+            out->carry = next;
+            out->target = target;
+            return OP_RAN_CARRIED;
+        }
+        /* Here: at a nice this thread may go to and back, or (no memory for the record) at our
+         * own. */
+        if (!target && renice != OP_NICE_UNCHANGED && !changed) {
+            int to = op_nice_clamp_task(renice, class_nice);
+            changed = to != class_nice && op_nice_set_current_thread(to) == 0;
+            if (changed) op_worker_promotable_nice(to);
         }
     }
 
-    if (!hopped) {
-        op_tls_task = task;
-        op_tls_queue = queue;
-        op_worker_body_begin(outside ? outside : &queue->token);
-        task->fn(op_task_user_context(task));
-        op_worker_body_end();
-        op_tls_task = NULL;
-        op_tls_queue = NULL;
-    }
+    op_tls_task = task;
+    op_tls_queue = queue;
+    op_worker_body_begin(carry ? op_carry_token(carry) : &queue->token);
+    task->fn(op_task_user_context(task));
+    op_worker_body_end();
+    op_tls_task = NULL;
+    op_tls_queue = NULL;
     op_worker_promotable_end(); /* back to the nice the body started at, if promoted */
 
     if (changed) op_nice_set_current_thread(class_nice);
@@ -326,14 +359,13 @@ static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_
     if (task->flags & OP_TASK_MANUAL_COMPLETION) {
         /* Once BODY_DONE is set, op_task_complete on another thread may give back the task's
          * unit and its slot at once, and if the queue's last handle is gone, free the queue
-         * while we still put back what we hold and settle (the hand-off below). So we hold a
-         * busy unit of our own across it, as credit (given back when we leave). Not needed
-         * when the body completed it already (the common case: a plain BlockOperation): then
-         * the completion did not touch the queue. relaxed: our own RUNNING RMW ordered it. */
-        /* Outside the slots nothing is put back or settled after the handshake: a task that is
-         * not finished by then is not touched again, and neither is the queue. */
+         * while we still put back what we hold and settle (the hand-off below). So a drainer
+         * holds a busy unit of its own across it, as credit (given back when it leaves). Not
+         * needed when the body completed it already (the common case: a plain BlockOperation):
+         * then the completion did not touch the queue. relaxed: our own RUNNING RMW ordered it.
+         * A carrier touches nothing of the task or the queue after the handshake. */
         op_drain *drain = &op_tls_drain;
-        if (!outside &&
+        if (!carry &&
             !(atomic_load_explicit(&task->state, memory_order_relaxed) & OP_STATE_FINISHED) &&
             drain->credit == 0) {
             op_queue_busy_add(queue, OP_CREDIT_CHUNK);
@@ -346,20 +378,39 @@ static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_
         OP_RACE_WINDOW("hand-off: body done, before settling");
         return (after & OP_STATE_FINISHED) ? OP_RAN_FINISHED : OP_RAN_HANDED_OFF;
     }
-    op_tls_drain.hand_off_allowed = !outside; /* cleared by the finish */
+    op_tls_drain.hand_off_allowed = !carry; /* cleared by the finish */
     op_queue_graph->finish(task);
     return OP_RAN_FINISHED;
 }
 
-void op_drain_run_outside_width(op_queue_t *queue, op_task_t *task, op_token *token) {
-    op_run_result result = op_drain_execute(op_pool_current(), queue, task, token);
-    /* Deferred: still unfinished and counted in busy (it comes back when ready). Handed off: the
-     * completion settles it (op_task_complete sees OP_STATE_OUTSIDE_WIDTH). */
+void op_drain_run_carried(op_carry *carry) {
+    op_queue_t *queue = op_carry_queue(carry);
+    op_task_t *task = op_carry_task(carry);
+    bool holds_slot = op_carry_holds_slot(carry);
+    op_carry_out out = {NULL, NULL};
+    op_run_result result = op_drain_execute(op_pool_current(), queue, task, carry, &out);
+    if (result == OP_RAN_CARRIED) {
+        /* Raised after it was carried here, before its body started: on to the raised class's
+         * pool, with whatever it holds (the same record). */
+        op_carry_push(out.carry, out.target);
+        return;
+    }
+    op_carry_free(carry);
     if (result == OP_RAN_FINISHED) {
         op_release_task(queue, task); /* its context: we give back its unit */
         op_task_release(task);        /* the queue's reference */
-        op_queue_busy_sub(queue, 1);  /* the task's unit: our last touch, may free the queue */
+        /* The task's unit, and the slot with its unit when it carried one: our last touch of
+         * the queue, may free it. */
+        if (holds_slot) {
+            op_carry_give_back_slot(queue, 2);
+        } else {
+            op_queue_busy_sub(queue, 1);
+        }
+    } else if (result == OP_RAN_DEFERRED && holds_slot) {
+        op_carry_give_back_slot(queue, 1); /* the task is still counted (it comes back when ready) */
     }
+    /* Handed off (manual completion, not complete yet): the completion settles it, slot
+     * included unless OP_STATE_OUTSIDE_WIDTH (op_task_complete). */
     op_release_flush_on_worker(); /* what the body or the finish released: we hold nothing of it */
 }
 
@@ -446,11 +497,23 @@ static void op_drain_token_run(op_token *token) {
          * workers run it now, and our slot goes on to the next task. */
         if (OP_UNLIKELY(atomic_load_explicit((_Atomic int8_t *)&task->qos, memory_order_relaxed) >
                         (int)op_queue_qos(queue)) &&
-            op_queue_hand_to_own_class(queue, task)) {
+            op_carry_taken_outside_width(queue, task)) {
             continue;
         }
-        op_run_result result = op_drain_execute(pool, queue, task, NULL);
+        op_carry_out out;
+        op_run_result result = op_drain_execute(pool, queue, task, NULL, &out);
         if (result == OP_RAN_DEFERRED) continue; /* still unfinished, still counted in busy */
+        if (result == OP_RAN_CARRIED) {
+            /* The task and our slot go to the pool at its nice value (carry.c); we leave the
+             * queue, drawing one more drainer if the width allows. The carried slot's unit keeps
+             * the queue alive across our subtraction; the push touches only the record. */
+            op_drain_put_back(queue);
+            uint64_t sub = finished + drain->credit;
+            op_drain_detach();
+            op_queue_dispatch_sub(queue, 1, sub);
+            op_carry_push(out.carry, out.target);
+            return;
+        }
         if (result == OP_RAN_HANDED_OFF) {
             /* The slot now belongs to the running asynchronous task. Claim another for the
              * rest of the queue (a worker picks it up) and settle our count; the pushes or the

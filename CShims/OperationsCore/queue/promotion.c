@@ -194,8 +194,8 @@ static int op_task_promote_to(op_task_t *task, int qos, bool behind) {
     bool counted = state & OP_STATE_PROMO_COUNTED;
     /* Counted on the queue when it has not started (so its queue runs it, and what is ahead of
      * it, at the raised class), or when it was counted already (the level moves). Not for a
-     * task handed to its own class's workers (own_class_run.c): nothing of its queue is ahead
-     * of it; it runs at the raised class there (a hop). */
+     * task carried to its own class's workers outside the slots (carry.c): nothing of its queue
+     * is ahead of it; it is carried on to the raised class's workers. */
     bool count = raise && queue &&
                  (!(state & (OP_STATE_RUNNING | OP_STATE_OUTSIDE_WIDTH)) || counted);
     if (count) {

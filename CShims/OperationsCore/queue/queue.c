@@ -574,9 +574,9 @@ void op_queue_will_block(void) {
     op_queue_t *drained = op_tls_drain.queue;
     bool flushed = op_drain_flush_local();
     bool may_lend = op_worker_will_block();
-    /* A body running outside its queue's slots (own_class_run.c) holds none to lend. relaxed:
-     * the bit was set by this thread's RUNNING read-modify-write (or the hopper's, which our
-     * hop token's acquire ordered). */
+    /* A body running outside its queue's slots (carry.c) holds none to lend. relaxed: the bit
+     * was set by this thread's RUNNING read-modify-write (or the one that carried it here, which
+     * the carry token's acquire ordered). */
     bool outside = op_tls_task && (atomic_load_explicit(&op_tls_task->state,
                                                          memory_order_relaxed) &
                                    OP_STATE_OUTSIDE_WIDTH);
@@ -642,7 +642,7 @@ static int op_queue_submit_claimed(op_queue_t *queue, op_task_t *task, bool allo
     if (queue->tracking) op_registry_add(queue, task); /* may add a barrier dependency */
     /* A serial queue's task of a higher class than the queue's raises what is ahead of it
      * (promotion.c), before it can start; on a default-width queue it runs on its own class's
-     * workers (own_class_run.c). relaxed loads: the caller's own settings. */
+     * workers, outside its slots (carry.c). relaxed loads: the caller's own settings. */
     bool above = OP_UNLIKELY(atomic_load_explicit((_Atomic int8_t *)&task->qos,
                                                   memory_order_relaxed) >
                              (int)atomic_load_explicit(&queue->qos, memory_order_relaxed));
@@ -657,7 +657,7 @@ static int op_queue_submit_claimed(op_queue_t *queue, op_task_t *task, bool allo
          * or into the calling drainer's local run queue. */
         uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_QUEUED,
                                                 memory_order_acq_rel);
-        if (!(old & OP_STATE_QUEUED) && !(above && op_queue_run_in_own_class(queue, task)) &&
+        if (!(old & OP_STATE_QUEUED) && !(above && op_carry_ready_outside_width(queue, task)) &&
             !(allow_local && op_queue_push_local(queue, task, false))) {
             op_queue_push_ready(queue, task);
             *pushed_shared = true;

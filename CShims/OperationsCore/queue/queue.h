@@ -1,7 +1,7 @@
 /*
  * queue/queue.h — the queues: submit, width and slots, draining, suspension, waits, the
  * registry of a tracking queue, finished tasks' contexts given back, QoS promotion, a body run
- * at another nice value (hop, own-class run), placement choice, fork.
+ * at another nice value (carried with its slot or outside the slots), placement choice, fork.
  *
  * Offers upward (to the graph): submit and the ready push, busy accounting, waits.
  * Calls below: the pools (pool/pool.h) and base. It reaches the graph above only through the
@@ -248,11 +248,6 @@ extern _Thread_local op_drain op_tls_drain;
 /* The worker pool's call for a token (op_token_class.drain): drains the token's queue while the
  * slot allows. */
 void op_drain_token(op_token *token);
-/* Runs `task` (claimed: TAKEN) of `queue` on the calling worker outside the queue's slots, as a
- * drainer would run it, and settles it: finished, its reference and busy unit go back (the last
- * touch of the queue); deferred or handed off, nothing more. `token` is what the body shows the
- * monitor (a class that lends no slot). own_class_run.c. */
-void op_drain_run_outside_width(op_queue_t *queue, op_task_t *task, op_token *token);
 /* The calling drainer's local run queue goes back to its queue's bands (before it sleeps in a
  * wait, so that nothing it released waits for it); true when it held anything. The caller
  * dispatches if no drainer may be coming for it. */
@@ -315,35 +310,50 @@ bool op_promotion_enabled(void);
 void op_promotion_lock_for_fork(void);
 void op_promotion_unlock_after_fork(void);
 
-/* ---- own_class_run.c ------------------------------------------------------------------------ */
+/* ---- carry.c ---------------------------------------------------------------------------------- */
 
-/* `task` (its own QoS above its queue's) just won QUEUED on `queue`: on a default-width queue
- * that is not suspended, it goes to the workers of its own class, outside the queue's slots, and
- * true is returned (the token push is the last touch of the queue; the task's busy unit keeps
- * the queue alive until it finished). False: the caller pushes it into the queue as usual. */
-bool op_queue_run_in_own_class(op_queue_t *queue, op_task_t *task);
-/* The same for a task a drainer of `queue` claimed from the queue (it was put there while the
- * queue was suspended or of explicit width): true when handed to its class's workers (the
- * drainer goes on with its slot), false when the drainer runs it. */
-bool op_queue_hand_to_own_class(op_queue_t *queue, op_task_t *task);
-
-/* ---- hop.c ---------------------------------------------------------------------------------- */
-
-/* Runs the body of `task` (claimed, RUNNING, of `queue`, at class `qos`: op_task_run_qos) on a thread already at the nice value
- * it asks for, when that is not the drainer's own class or privilege cannot renice there and
- * back: a worker of the task's own class (its queue's placement kept), or of a pool made for
- * that nice value. The drainer waits, keeping the queue's slot. True when the body ran there;
- * false when the caller runs it itself (same class, or a renice it may undo: *renice says to
- * what, OP_NICE_UNCHANGED for none). */
-bool op_hop_run_body(op_pool *pool, op_queue_t *queue, op_task_t *task, int qos, int class_nice,
-                     int *renice);
+/* A task carried to the pool whose workers run it at its nice value (carry.c), with one of its
+ * queue's slots or outside them. A record from the task cache, owned by whoever holds the token. */
+typedef struct op_carry op_carry;
 /* The pool whose workers run the body of `task` at class `qos` (its thread priority included)
- * without a hop: the class's pool (on `placement`'s CPUs when placed), or the pool made for the
- * task's nice value where a thread priority cannot be applied there and back. *renice: the nice
- * its worker applies around the body there, or OP_NICE_UNCHANGED. One choice for a hop and for a
- * task handed to its own class's workers (own_class_run.c). */
-op_pool *op_hop_pool_for(const op_placement *placement, op_task_t *task, int qos, int *renice);
-
+ * without another carry: the class's pool (on `placement`'s CPUs when placed), or the pool made
+ * for the task's nice value where a thread priority cannot be applied there and back. *renice:
+ * the nice its worker applies around the body there, or OP_NICE_UNCHANGED. */
+op_pool *op_carry_pool_for(const op_placement *placement, op_task_t *task, int qos, int *renice);
+/* For a claimed task about to run on a worker of `pool` (at `class_nice`) at class `qos`: the
+ * pool to carry it to (its carrier applies *carried_renice around the body), or NULL when it
+ * runs here (this worker applies *renice around it, or OP_NICE_UNCHANGED). */
+op_pool *op_carry_target(op_pool *pool, op_task_t *task, int qos, int class_nice, int *renice,
+                         int *carried_renice);
+/* The record for carrying a started task: `carry` itself (a carrier carrying it on), or a new
+ * one holding the drainer's slot; NULL when out of memory (the caller runs it itself). */
+op_carry *op_carry_prepare(op_carry *carry, op_queue_t *queue, op_task_t *task, int renice);
+/* Pushes the record into `target`: the carrier owns it from then on. */
+void op_carry_push(op_carry *carry, op_pool *target);
+void op_carry_free(op_carry *carry);
+op_task_t *op_carry_task(const op_carry *carry);
+op_queue_t *op_carry_queue(const op_carry *carry);
+bool op_carry_started(const op_carry *carry);
+bool op_carry_holds_slot(const op_carry *carry);
+int op_carry_renice(const op_carry *carry);
+op_token *op_carry_token(op_carry *carry);
+/* A carrier gives back the slot it carried with `units` busy units (the slot's, and the
+ * task's when it finished): handed on as the queue's token when work waits. Its last touch of
+ * the queue. */
+void op_carry_give_back_slot(op_queue_t *queue, uint64_t units);
+/* `task` (its own QoS above its queue's) just won QUEUED on `queue`: on a default-width queue
+ * that is not suspended, it is carried to the workers of its own class (its nice value's),
+ * outside the queue's slots, and true is returned (the push is the last touch of the queue;
+ * the task's busy unit keeps the queue alive until it finished). False: the caller pushes it
+ * into the queue as usual. */
+bool op_carry_ready_outside_width(op_queue_t *queue, op_task_t *task);
+/* The same for a task a drainer of `queue` claimed from the queue (it was put there while the
+ * queue was suspended or of explicit width): true when carried out (the drainer goes on with its
+ * slot), false when the drainer runs it. */
+bool op_carry_taken_outside_width(op_queue_t *queue, op_task_t *task);
+/* drain.c: a carrier runs the task its record carries, as a drainer would, and settles it (or
+ * carries it on). */
+void op_drain_run_carried(op_carry *carry);
 /* queue_fork.c: gives the pools' fork handlers the queue layer's part (op_queue_create). */
 void op_queue_install_fork_hooks(void);
 
