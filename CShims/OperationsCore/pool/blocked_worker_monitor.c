@@ -5,7 +5,7 @@
  * mutex, a condition variable, I/O, sleep) keeps its worker asleep in the kernel; when every
  * worker of a class is blocked that way, nothing else of the class runs — not even an
  * operation cancelled meanwhile, which only needs to be retired. Waits the core does see
- * (op_task_wait, op_queue_wait) already get a spare thread (worker_pool.c). For the others we do
+ * (op_task_wait, op_queue_wait) already get a spare thread (spares.c). For the others we do
  * what libdispatch's workqueue monitor does on Linux: look at the kernel's view of the threads.
  *
  * This file is only the clock. The monitor thread sleeps on a futex at no CPU cost while no
@@ -16,7 +16,7 @@
  * OP_MONITOR_TICK_NS; the tick says whether work is still waiting, and after
  * OP_MONITOR_QUIET_TICKS ticks without, the monitor goes back to sleep. Calls go one way: the
  * pool calls down into this file; the only call up is the tick, through the pointer set at
- * creation. What a tick does (which worker is blocked, starting spares) is in worker_pool.c.
+ * creation. What a tick does (which worker is blocked, starting spares) is in monitor_view.c.
  *
  * op_thread_is_asleep() reads /proc/self/task/TID/stat, the kernel's state letter of a thread;
  * the tick asks it only for a worker that has run one task for a whole tick while work waits.

@@ -23,7 +23,7 @@ typedef struct op_placement op_placement;
 
 /* What the worker pool hands to its workers: a token stands for one claimed slot of a queue. The
  * pool sees only this; the queue sets its class when it is created (queue.c), which is how the
- * pool calls back up (worker_pool.c names nothing of queue.c, drain.c or the tasks). */
+ * pool calls back up (the pool names nothing of queue.c, drain.c or the tasks). */
 typedef struct op_token op_token;
 typedef struct op_token_class {
     /* A worker holds the slot: run the queue's tasks while the slot allows (drain.c). */
@@ -60,7 +60,7 @@ const op_placement *op_placement_intern(const bool *chosen);
 /* Binds the calling thread to the placement's CPUs (a spare of a placed pool). */
 void op_placement_bind_current_thread(const op_placement *placement);
 
-/* ---- worker_pool.c -------------------------------------------------------------------------- */
+/* ---- worker_pool.c: the pools' lifetime ----------------------------------------------------- */
 
 /* The default pool of class `qos`, made on first use, for work of that class: it counts as the
  * class asked for (op_class_requested). */
@@ -73,6 +73,15 @@ op_pool *op_pool_for_nice_of_class(op_qos_t qos);
 op_pool *op_pool_for_placement(const op_placement *placement, op_qos_t qos, op_pool *_Atomic *slot);
 /* The placement a pool serves, or NULL for a class's default pool. */
 const op_placement *op_pool_placement(const op_pool *pool);
+/* The pool whose workers run at `nice` (-20 … 19), made on first use. */
+op_pool *op_pool_for_nice(int nice);
+/* True when a token may wait in the pool (a hint). */
+bool op_pool_has_tokens(op_pool *pool);
+/* The class a pool serves (op_qos_t). */
+int op_pool_qos(const op_pool *pool);
+
+/* ---- parking_and_wake.c: tokens in and out, parking, the wake choice ------------------------ */
+
 /* Hands a token (a queue's claimed slot) to the pool and wakes a worker if none searches. */
 void op_pool_push_token(op_pool *pool, op_token *token);
 /* Moves the tokens waiting in `pool` whose queue another pool serves now (a QoS or placement
@@ -82,12 +91,10 @@ void op_pool_push_token(op_pool *pool, op_token *token);
  * not be for a long time, while the queue's own pool idles. */
 void op_pool_rehome_tokens(op_pool *pool);
 
-/* True when a token may wait in the pool (a hint). */
-bool op_pool_has_tokens(op_pool *pool);
+/* ---- worker.c: the worker thread, and what running tasks asks of it ------------------------- */
+
 /* The pool of the worker or spare on this thread, or NULL. */
 op_pool *op_pool_current(void);
-/* The class a pool serves (op_qos_t). */
-int op_pool_qos(const op_pool *pool);
 /* The local run queue of the pinned worker on this thread; NULL on spares and other threads. */
 op_local_run_queue *op_worker_local_run_queue(void);
 /* For a drainer of the queue `tag` stands for that found nothing: takes an entry of that queue
@@ -96,12 +103,6 @@ op_local_run_queue *op_worker_local_run_queue(void);
 void *op_pool_steal(op_pool *pool, op_local_run_queue *thief, const void *tag);
 /* True when some worker's local run queue may hold a task of the queue `tag` stands for. */
 bool op_pool_local_work(op_pool *pool, const void *tag);
-/* A queue has work waiting behind its width (+1), or no longer (-1): while any has, the
- * blocked-worker monitor looks at every pool's workers as it does at a pool whose tokens wait (a
- * task asleep in its body may hold the slot that work needs, on whichever pool it started: the
- * queue's QoS or placement may have changed since). +1 wakes the monitor. */
-void op_pool_count_queue_waiting_at_width(int delta);
-
 /* What a worker or spare (the calling thread) offers the code that runs tasks on it: */
 /* Before a task runs: the class's current nice value is applied; returns the nice it runs at. */
 int op_worker_refresh_nice(void);
@@ -111,6 +112,9 @@ void op_worker_body_begin(op_token *token);
 void op_worker_body_end(void);
 /* A task was retired without running a body (counted for op_runtime_worker_info). */
 void op_worker_count_task(void);
+
+/* ---- spares.c: spares for blocked workers --------------------------------------------------- */
+
 /* Around a visible wait's sleep (op_queue_will_block): counts the thread blocked and makes
  * sure a spare stands in; returns false when the monitor already lent the task's slot. No-ops
  * (returning false) on threads that are not the pool's. */
@@ -118,6 +122,14 @@ bool op_worker_will_block(void);
 /* After op_worker_will_block: whether the wait's queue lent its slot (see op_queue_will_block). */
 void op_worker_wait_settled(bool lent);
 void op_worker_did_unblock(void);
+
+/* ---- monitor_view.c: the monitor's look at the workers -------------------------------------- */
+
+/* A queue has work waiting behind its width (+1), or no longer (-1): while any has, the
+ * blocked-worker monitor looks at every pool's workers as it does at a pool whose tokens wait (a
+ * task asleep in its body may hold the slot that work needs, on whichever pool it started: the
+ * queue's QoS or placement may have changed since). +1 wakes the monitor. */
+void op_pool_count_queue_waiting_at_width(int delta);
 
 /* ---- blocked_worker_monitor.c --------------------------------------------------------------- */
 
@@ -133,7 +145,7 @@ bool op_monitor_is_asleep(void);
 /* Whether the kernel reports thread `tid` of this process asleep (state S or D). */
 bool op_thread_is_asleep(int tid);
 
-/* Fork (worker_pool.c registers the pthread_atfork handlers): the child handler makes the
+/* Fork (pool_fork.c registers the pthread_atfork handlers): the child handler makes the
  * monitor start again on first use (its pthread_once, state word and tick counter) and forgets
  * what it learned about /proc. Called in the child only, where the caller is the one thread. */
 void op_monitor_forget_after_fork(void);
@@ -150,9 +162,6 @@ void op_worker_promotable_end(void);
 /* Raises the threads running bodies of `task` (or, with task NULL, of `queue`) to `nice`
  * where the process may (privilege); returns how many it raised. */
 int op_pool_promote_running(op_task_t *task, op_queue_t *queue, int nice);
-
-/* The pool whose workers run at `nice` (-20 … 19), made on first use (worker_pool.c). */
-op_pool *op_pool_for_nice(int nice);
 
 /* ---- pool_fork.c ---------------------------------------------------------------------------- */
 

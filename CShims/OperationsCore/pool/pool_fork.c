@@ -10,6 +10,11 @@
  * the spawner, the placements' pools (the sets stay), and the thread's own worker identity (the
  * forking thread, even a worker in a task body, is an ordinary thread there).
  *
+ * What the child keeps of the parent's work: tasks that were queued or running at the fork stay
+ * unfinished in the child (their queues keep the slots and busy counts they had); queues that
+ * were idle work normally. A body that forks must exec or _exit in the child, not return: the
+ * worker loop it would return to belongs to the parent.
+ *
  * The queue layer has locks and thread-locals of its own that must cross the fork the same way
  * (the release helper's lock, the queues' promotion locks, the drainer's thread-locals). The
  * pool names nothing above it: the queue layer gives its part as a table (op_pool_fork_hooks)

@@ -1,9 +1,24 @@
 /*
- * worker_pool_private.h — the worker pool's structures, shared by the files that make up the
- * pool (worker_pool.c: pools, workers, waking and parking, spares, the monitor's look;
- * running_body_promotion.c: renicing a running body for QoS promotion; worker_pool_report.c:
- * introspection and the diagnostic report). Nothing outside those files includes it: the rest
- * of the core knows a pool only through internal.h.
+ * pool/pool_private.h — the worker pool's structures, and the calls between the pool folder's
+ * files, shared by the files of the pool folder only. Nothing outside pool/ includes it: the
+ * rest of the core knows a pool only through pool.h. The pool folder's files, one moving part
+ * each:
+ *   worker_pool.c             the pools' lifetime: making a pool (op_pool_create, op_pool_for*),
+ *                             starting its workers and retrying the missing ones, a placed pool's
+ *                             idle workers leaving, accessors;
+ *   worker.c                  the worker thread's loop (op_worker_main), what code running tasks
+ *                             asks of its worker (nice, body begin/end), stealing;
+ *   parking_and_wake.c        tokens in and out, parking a pinned worker, the wake choice;
+ *   spares.c                  spare threads standing in for blocked workers;
+ *   monitor_view.c            the blocked-worker monitor's look at the workers (its tick) and the
+ *                             retries of threads that could not start;
+ *   blocked_worker_monitor.c  the monitor thread, the clock of those ticks (pool.h only);
+ *   running_body_promotion.c  renicing a running body for QoS promotion;
+ *   worker_pool_report.c      introspection and the diagnostic report;
+ *   placement_sets.c          the CPU sets queues are placed on, a pool per class each;
+ *   pool_fork.c               fork() and the pools: the core's pthread_atfork handlers.
+ * Each file is headed by its part's design: what it does, which atomics pair with which, who
+ * owns what.
  */
 #ifndef OPERATIONS_WORKER_POOL_PRIVATE_H
 #define OPERATIONS_WORKER_POOL_PRIVATE_H
@@ -186,6 +201,58 @@ extern _Atomic int32_t op_queues_waiting_at_width;
 extern op_pool *_Atomic op_nice_pools[40];
 /* Taken to make a pool (held while its workers start) and across fork (pool_fork.c). */
 extern pthread_mutex_t op_pools_lock;
+
+/* ---- between the pool's moving parts (each defined in the file named) ----------------------- */
+
+/* worker_pool.c: starts the pool's missing workers if the backoff allows; never blocks on another
+ * retry (it only tries grow_lock). */
+void op_pool_retry_workers(op_pool *pool);
+/* worker_pool.c: how long a placed pool's (or a nice value's pool's) worker parks without work
+ * before it leaves (OPERATIONS_PLACED_POOL_IDLE_MS), in nanoseconds. */
+int64_t op_placed_pool_idle_ns(void);
+/* worker_pool.c: a placed pool's idle worker leaves if it is the highest with a thread; true when
+ * it may exit. */
+bool op_pool_worker_leaves_idle(op_pool *pool, op_worker *worker);
+
+/* worker.c: the thread of a worker or spare (`arg`: its op_worker). */
+void *op_worker_main(void *arg);
+/* worker.c: the nice a pool's workers hold between tasks, before clamping. */
+int op_pool_wanted_nice(const op_pool *pool);
+/* worker.c: sets the worker's `run` to (run & keep) | set once the monitor is not lending for
+ * it; returns the word it replaced (acquire: see op_worker_word_settle). */
+uint64_t op_worker_settle_run(op_worker *worker, uint64_t keep, uint64_t set);
+
+/* parking_and_wake.c: pops a token, from node `home`'s FIFO first; NULL when none. */
+op_token *op_pool_take_token(op_pool *pool, int home);
+/* parking_and_wake.c: wakes one parked worker (or spare) for a token just pushed (after the
+ * caller's push and seq_cst fence). */
+void op_pool_wake_one(op_pool *pool);
+/* parking_and_wake.c: wakes every parked worker and spare (a placed pool's idle workers leaving
+ * one after another). */
+void op_pool_wake_all(op_pool *pool);
+/* parking_and_wake.c: parks pinned `worker` until woken or `timeout_ns` passes (*rc ETIMEDOUT);
+ * returns a token if one showed up while it registered. */
+op_token *op_worker_park(op_pool *pool, op_worker *worker, int64_t timeout_ns, int *rc);
+
+/* spares.c: an idle spare leaves if there are more spares than blocked threads; true if it may
+ * exit (uncounted already). */
+bool op_spare_retire(op_pool *pool);
+/* spares.c: a surplus spare lingers for reuse; true when claimed (needed again), false when it
+ * must leave. */
+bool op_spare_linger(op_pool *pool, op_worker *worker);
+/* spares.c: counts one more blocked thread; true when the caller must start a spare (counted
+ * already). */
+bool op_pool_count_blocked(op_pool *pool);
+/* spares.c: counts one blocked thread less. */
+void op_pool_uncount_blocked(op_pool *pool);
+/* spares.c: starts a spare (counted already in `balance`), or reuses a lingering one. */
+void op_pool_start_spare(op_pool *pool);
+/* spares.c: the monitor's retry of a spare that could not start, if still short. */
+void op_pool_retry_spare(op_pool *pool);
+
+/* monitor_view.c: the tick op_pool_create hands to op_monitor_start: looks at the workers, then
+ * retries threads that could not start; true while work waits. */
+bool op_pool_monitor_tick_and_retry(void);
 
 /* placement_sets.c, for pool_fork.c: op_placement_lock_for_fork / _unlock_after_fork hold the
  * placements' lock across fork() (prepare and parent handlers); op_placement_forget_pools_after_fork
