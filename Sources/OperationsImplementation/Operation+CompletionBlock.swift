@@ -9,7 +9,7 @@
 // and `op_task_current()` is the completion task, not the operation.
 //
 // The completion queues are core queues of default width, one per QoS class (made on first use,
-// never freed, not tracking), so a block runs at its operation's class without a hop; a block
+// never freed, not tracking), so a block runs at its operation's class without being carried; a block
 // that blocks is stood in for like any body (nested waits get spares, invisible ones the
 // monitor). Only an operation that has a completion block pays for one: a box for the closure and
 // a core task. If the task cannot be made (out of memory) the block runs on the finishing thread

@@ -1,4 +1,4 @@
-// OwnClassRunTests.swift — a default width is counted per class (own_class_run.c): a task whose
+// OwnClassRunTests.swift — a default width is counted per class (carry.c): a task whose
 // own QoS is above its default-width queue's runs on its own class's workers, outside the
 // queue's slots, so it does not wait for the queue's long lower-class work (W9 "one queue");
 // an explicit width, a suspension, manual completion and deferral hold as for any task.
@@ -275,7 +275,7 @@ private let raceBody: TaskBody = { context in
     /// defer themselves on their first run are unheld, from the test's thread once they ran.
     /// Every task ends finished, each body ran at most once (a deferring one twice; exactly that
     /// unless cancelled), the queue drains and its width is whole afterwards. Under the
-    /// race-window build the windows in own_class_run.c open between the claim, the push and the
+    /// race-window build the windows in carry.c open between the claim, the push and the
     /// worker's look at the queue. (A re-band's entry left in the bands by a task that went out
     /// and then deferred came back to life when the deferral was settled, and a drainer ran the
     /// held task: found by review; the settle moves the generation on.)

@@ -133,15 +133,15 @@ private let openLatchBody: TaskBody = { context in
         #expect(op_queue_wait(queue, Limits.waitNs) == 0)
     }
 
-    // Found by review, in child processes (C probes): a hopped body (another class than its
-    // queue's) waiting for work its drainer had released into its own local run queue; and the
+    // Found by review, in child processes (C probes): a carried body (another class than its
+    // queue's, carry.c) waiting for work its drainer had released into its own local run queue; and the
     // slot lent for a visible wait taken back once whatever the body does next.
     @Test(arguments: [Int(OP_QOS_UTILITY.rawValue), Int(OP_QOS_BACKGROUND.rawValue)])
-    func hoppedBodyWaitingForWorkItsDrainerReleasedGetsIt(qos: Int) async throws {
-        let path = try await ProbeBuilder.shared.binary("hop_local_work_probe").get()
+    func carriedBodyWaitingForWorkItsDrainerReleasedGetsIt(qos: Int) async throws {
+        let path = try await ProbeBuilder.shared.binary("carry_local_work_probe").get()
         let result = await runChild(path, [String(qos)], environment: childEnvironment(), backtraceOnTimeout: true)
         try #require(!result.timedOut, "the probe hung:\n\(result)")
-        #expect(result.exitCode == 0, "the work the hopped body waited for was stranded:\n\(result)")
+        #expect(result.exitCode == 0, "the work the carried body waited for was stranded:\n\(result)")
     }
 
     @Test func aSlotLentForAVisibleWaitIsTakenBackOnce() async throws {

@@ -1,6 +1,6 @@
 /*
  * relent_probe.c — a child process for StrandedWorkTests: the slot the blocked-worker monitor
- * lends for a visible wait (worker_pool.c, RELENT) is taken back exactly once, also when the body
+ * lends for a visible wait (pool/monitor_view.c, RELENT) is taken back exactly once, also when the body
  * then blocks where the core cannot see, or waits visibly a second time.
  *
  * Task A, on a queue of explicit width 1, waits visibly (op_task_wait) for a manual-completion

@@ -8,7 +8,7 @@
  * worker of the class sleeps (/proc/self/task/TID/stat), submits a task that notes the CPU it
  * runs on, and spins until the task started. A utility or background worker woken on the
  * probe's CPU would wait behind the spinning probe until the kernel preempts it, so for those
- * classes the wake-up goes to a worker on another CPU (worker_pool.c, op_pool_wake_one); a
+ * classes the wake-up goes to a worker on another CPU (pool/parking_and_wake.c, op_pool_wake_one); a
  * default or higher worker woken there that could not preempt the probe (under SCHED_FIFO,
  * never) is backed by a second wake-up on another CPU.
  *

@@ -1,8 +1,8 @@
 /*
  * parking.c — how idle threads sleep and wake: a futex-based event count.
  *
- * A spare thread that found no work spins briefly (worker_pool.c), then parks here (pinned
- * workers park on a futex word each, also in worker_pool.c, so a waker can pick one). The
+ * A spare thread that found no work spins briefly (pool/worker.c), then parks here (pinned
+ * workers park on a futex word each, in pool/parking_and_wake.c, so a waker can pick one). The
  * protocol has no lost wake-up:
  *
  *   waiter:   key = prepare_wait()      registers as a waiter (seq_cst), reads the epoch

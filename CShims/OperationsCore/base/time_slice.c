@@ -12,7 +12,7 @@
  * thread with a shorter slice than the running one preempts it (the kernel's PREEMPT_SHORT).
  *
  * The default class asks too: a submitter that is not a worker wakes the parked worker pinned to
- * its own CPU (worker_pool.c, op_pool_wake_one), which is meant to preempt it as the wake's system
+ * its own CPU (pool/parking_and_wake.c, op_pool_wake_one), which is meant to preempt it as the wake's system
  * call returns. With the kernel's slice, a submitter that went on running (it spins, or computes)
  * kept its CPU until the kernel's next preemption point (its protected slice, then the next tick,
  * 4 ms at HZ=250: RUN_TO_PARITY) while the pinned worker could not move to the idle CPU beside it:

@@ -19,7 +19,7 @@
  *
  * Work released on a drainer of the queue (a body's submits, dependents readied by a finish)
  * goes to that worker's local run queue (op_queue_push_local) and costs no shared line; the
- * queue's other drainers steal from it (drain.c, worker_pool.c).
+ * queue's other drainers steal from it (drain.c, pool/worker.c).
  *
  * No lost work between "producer pushes, sees no free slot or an idle drainer" and "drainer
  * finds the queue empty, gives its slot back": each side writes (push / slots), issues a

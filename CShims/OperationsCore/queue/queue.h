@@ -116,7 +116,7 @@ bool op_release_in_progress_here(void);
 /* Waits until no context of `queue` waits for release (not from inside a release: returns 0);
  * ETIMEDOUT at `deadline` (op_now_ns; negative: none). */
 int op_release_wait(op_queue_t *queue, int64_t deadline);
-/* Fork (worker_pool.c's handlers): the prepare handler holds the lock that makes the helper
+/* Fork (pool/pool_fork.c's handlers, through queue_fork.c): the prepare handler holds the lock that makes the helper
  * (taken first: a thread holding it may be making a queue), the parent and child release it. */
 void op_release_lock_for_fork(void);
 void op_release_unlock_after_fork(void);
@@ -304,7 +304,7 @@ void op_queue_raise(op_queue_t *queue, op_qos_t qos);
 /* Whether QoS promotion is on (OPERATIONS_QOS_PROMOTION, read once; then
  * op_runtime_set_qos_promotion). Gates only the raising calls a user asks for. */
 bool op_promotion_enabled(void);
-/* Fork (worker_pool.c's pthread_atfork handlers): the prepare handler holds every promotion
+/* Fork (pool/pool_fork.c's pthread_atfork handlers, through queue_fork.c): the prepare handler holds every promotion
  * lock, so the child never inherits one held by a thread it does not have (nor counts changed
  * without their summary); the parent and the child handlers release them. */
 void op_promotion_lock_for_fork(void);

@@ -1,13 +1,13 @@
 /*
- * hop_local_work_probe.c — a child process for StrandedWorkTests: a body that hops to another
- * class's worker (hop.c) waits for work its drainer released into its own local run queue.
+ * carry_local_work_probe.c — a child process for StrandedWorkTests: a body carried to another
+ * class's worker (carry.c) waits for work its drainer released into its own local run queue.
  *
  * On a default-width queue at the default class, every slot but one computes until the end; the
  * last drainer runs X, which submits T (normal band: into this drainer's local run queue) and Y
- * (high band, of the class given as argument: the drainer takes it next and hops its body to
- * that class's worker). Y waits visibly for T. The drainer sleeps in the hop, so its local run
- * queue had to go to the bands before (found by review: the hop worker's wait flushed its own,
- * empty ring, and T waited for ever). Prints y_wait=<op_task_wait's result> and t_ran=<0|1};
+ * (high band, of the class given as argument: the drainer takes it next and carries it with its
+ * slot to that class's worker). Y waits visibly for T. The drainer's local run queue must go to
+ * the bands before it leaves (found by review when the drainer slept in a hop: the hop worker's
+ * wait flushed its own, empty ring, and T waited for ever). Prints y_wait=<op_task_wait's result> and t_ran=<0|1};
  * exits 0 when T ran and Y's wait returned, 1 otherwise, 2 on bad usage.
  */
 #include <operations_core.h>
@@ -61,7 +61,7 @@ int main(int argc, char **argv) {
     op_runtime_start_workers(OP_QOS_DEFAULT);
     op_topology_t topology;
     op_runtime_topology(&topology);
-    queue = op_queue_create("hop local work", OP_QOS_DEFAULT, OP_WIDTH_DEFAULT);
+    queue = op_queue_create("carry local work", OP_QOS_DEFAULT, OP_WIDTH_DEFAULT);
     if (!queue) return 3;
     for (int i = 0; i < topology.default_width - 1; i++) op_queue_submit_f(queue, compute_body, NULL);
     for (int i = 0; i < 10000 && atomic_load(&computing) < topology.default_width - 1; i++) usleep(1000);
