@@ -113,4 +113,17 @@ struct FaultTests {
         #expect(result.values["parent_ok"] == "1", "\(result)")
         #expect(result.exitCode == 0, "\(result)")
     }
+
+    /// An application's own fork handler, registered before its first queue, that uses the
+    /// core in its prepare handler: fork() returns and the child works. When the core
+    /// registered its handlers at its first pool's creation, the application's prepare handler
+    /// ran after the core's had taken the pools' lock, and fork() deadlocked (found by review).
+    @Test func anApplicationsForkHandlerThatUsesTheCoreDoesNotDeadlockFork() async throws {
+        let path = try await ProbeBuilder.shared.binary("fork_handler_order_probe").get()
+        let result = await runChild(path, [], environment: childEnvironment(), backtraceOnTimeout: true)
+        try #require(!result.timedOut, "fork() deadlocked in the prepare handlers:\n\(result)")
+        #expect(result.values["fork_returned"] == "1", "\(result)")
+        #expect(result.values["child_exit"] == "0", "the child's work did not run:\n\(result)")
+        #expect(result.exitCode == 0, "\(result)")
+    }
 }

@@ -161,6 +161,39 @@ private let raceBody: TaskBody = { context in
         try expectWidthStillHolds(queue, "a task of the queue's own class started beyond the width")
     }
 
+    /// Issue 34: a task carried with its serial queue's slot to another class's pool (a
+    /// background task on a utility queue of width 1) that waits there behind busy workers, and
+    /// is then promoted to userInteractive, moves to the userInteractive workers at the
+    /// monitor's next look (the carry token's home) and runs while the background workers still
+    /// spin. Found by review: it waited for a background worker (146 ms in the reviewer's probe;
+    /// here the spinners hold until it ran, so it would wait until their deadline).
+    @Test func aCarriedTaskPromotedWhileItWaitsInABusyPoolMovesToTheRaisedClass() throws {
+        let background = try makeQueue("busy background", qos: OP_QOS_BACKGROUND)
+        defer { op_queue_release(background) }
+        guard let spinners = try holdEverySlot(of: background, slots: width) else { return }
+        defer { spinners.release.store(true, ordering: .releasing) }
+        let serial = try makeQueue("serial utility", qos: OP_QOS_UTILITY, width: 1)
+        defer { op_queue_release(serial) }
+        let probe = Probe(spinners: spinners)
+        let task = try makeTask(probeBody, contextPointer(probe), qos: qosAttr(OP_QOS_BACKGROUND))
+        defer { op_task_release(task) }
+        #expect(op_queue_submit(serial, task) == 0)
+        // The utility drainer takes it (RUNNING) and carries it, with the slot, to the background
+        // pool, whose workers all spin. No event says so: a bounded look at the state word.
+        let deadline = monotonicNs() + Limits.waitNs
+        while !op_task_is_executing(task) && !probe.ran.isOpen && monotonicNs() < deadline { sched_yield() }
+        try #require(op_task_is_executing(task) || probe.ran.isOpen, "the serial queue's drainer never took the task")
+        let promoted = op_task_promote(task, OP_QOS_USER_INTERACTIVE)
+        #expect(promoted == 0 || probe.ran.isOpen, "op_task_promote: \(promoted)") // a free worker may have run it
+        let ran = probe.ran.wait(seconds: Limits.waitSeconds)
+        #expect(ran, "the promoted task never ran")
+        let whileHeld = probe.whileHeld.load(ordering: .relaxed)
+        #expect(whileHeld, "the promoted task waited for a worker of the background pool it was carried to")
+        spinners.release.store(true, ordering: .releasing)
+        #expect(op_queue_wait(serial, Limits.waitNs) == 0)
+        #expect(op_queue_wait(background, Limits.waitNs) == 0)
+    }
+
     /// Issue 33, item 6: a thread priority and a QoS are one request. A userInteractive task with
     /// thread priority 1.0 (and one with 0.0) goes outside the slots as one without does, and its
     /// body runs at its class's nice value moved by its thread priority (clamped where the

@@ -175,10 +175,11 @@ typedef struct op_pool_fork_hooks {
     void (*unlock_outer)(void);
     void (*reset_in_child)(void);
 } op_pool_fork_hooks;
-/* The queue layer, when it makes a queue: installs its table (once; a table that lives as long
- * as the process) and registers the handlers if nothing did yet. */
+/* The queue layer, at load (and at each queue's creation, a load then): installs its table (a
+ * table that lives as long as the process) and registers the handlers if nothing did yet. */
 void op_pool_set_fork_hooks(const op_pool_fork_hooks *hooks);
-/* Registers the core's pthread_atfork handlers once (the first pool's creation). */
+/* Registers the core's pthread_atfork handlers once (at load; called again by a pool's creation,
+ * which keeps pool_fork.o in a static link). */
 void op_pool_fork_register(void);
 
 #pragma GCC visibility pop

@@ -17,25 +17,36 @@
  *
  * The queue layer has locks and thread-locals of its own that must cross the fork the same way
  * (the release helper's lock, the queues' promotion locks, the drainer's thread-locals). The
- * pool names nothing above it: the queue layer gives its part as a table (op_pool_fork_hooks)
- * when it makes its first queue (op_pool_set_fork_hooks); before that it has nothing to guard.
+ * pool names nothing above it: the queue layer gives its part as a table (op_pool_fork_hooks,
+ * op_pool_set_fork_hooks), installed when the library is loaded (queue_fork.c's constructor).
  *
  * Lock order (the prepare handler's; a deadlock in the prepare handler would hang fork()):
  * the queue layer's outer lock (the release helper's: its holder makes a queue, which may take
  * the pools' lock), the pools' lock, the placements' lock, the queue layer's inner locks (the
  * promotion locks: leaves, taken last).
  *
- * The handlers are registered once (op_pool_fork_register), by the first pool's creation or
- * the first queue's, whichever comes first: before either there is nothing to guard. Not a
- * constructor: a static archive drops an object file whose only way in is a constructor.
+ * The handlers are registered when the library is loaded (a constructor), before any thread of
+ * the core exists and before the application's own handlers registered later: prepare handlers
+ * run in reverse order of registration, so an application's prepare handler that uses the core
+ * runs before ours takes the locks (registered at a pool's first creation instead, a fork while
+ * that pool was being made left the child with the pools' lock held, and an application's
+ * earlier handler ran after ours and deadlocked: found by review). The constructor stays in a
+ * static link: worker_pool.c's op_pool_create calls op_pool_fork_register (a no-op by then), and
+ * the queue layer calls op_pool_set_fork_hooks, both defined here.
  */
 #include "pool_private.h"
 
 #include <string.h>
 
-/* The queue layer's part; NULL until its first queue. acquire/release: the handler sees the
- * table's functions once it sees the pointer. */
+/* The queue layer's part, installed at load; NULL only before that (a fork from another thread
+ * while the library is being loaded). acquire/release: the handler sees the table's functions
+ * once it sees the pointer. */
 static const op_pool_fork_hooks *_Atomic op_fork_hooks;
+/* The table the prepare handler acted on, for the parent and child handlers of the same fork:
+ * one that was installed in between must not unlock what prepare did not lock (found by
+ * review). Written and read by the forking thread only; glibc runs one fork's handlers at a
+ * time. */
+static const op_pool_fork_hooks *op_fork_hooks_held;
 
 static void op_pool_after_fork_in_child(void);
 static void op_pool_before_fork(void);
@@ -50,15 +61,19 @@ void op_pool_fork_register(void) {
     pthread_once(&once, op_pool_install_fork_handlers);
 }
 
+__attribute__((constructor)) static void op_pool_fork_register_at_load(void) { op_pool_fork_register(); }
+
 void op_pool_set_fork_hooks(const op_pool_fork_hooks *hooks) {
     op_pool_fork_register();
-    /* relaxed first look: every queue creation calls this; only the first stores. */
+    /* relaxed first look: every queue creation calls this (after the constructor's store, a
+     * load); only the first stores. */
     if (atomic_load_explicit(&op_fork_hooks, memory_order_relaxed) == hooks) return;
     atomic_store_explicit(&op_fork_hooks, hooks, memory_order_release);
 }
 
 static void op_pool_before_fork(void) {
     const op_pool_fork_hooks *hooks = atomic_load_explicit(&op_fork_hooks, memory_order_acquire);
+    op_fork_hooks_held = hooks;
     if (hooks) hooks->lock_outer();
     pthread_mutex_lock(&op_pools_lock);
     op_placement_lock_for_fork();
@@ -66,8 +81,7 @@ static void op_pool_before_fork(void) {
 }
 
 static void op_pool_after_fork_in_parent(void) {
-    /* relaxed: this thread loaded it with acquire in the prepare handler; it never changes back. */
-    const op_pool_fork_hooks *hooks = atomic_load_explicit(&op_fork_hooks, memory_order_relaxed);
+    const op_pool_fork_hooks *hooks = op_fork_hooks_held; /* what the prepare handler locked */
     if (hooks) hooks->unlock_inner();
     op_placement_unlock_after_fork();
     pthread_mutex_unlock(&op_pools_lock);
@@ -91,7 +105,6 @@ static void op_pool_after_fork_in_child(void) {
     op_tls_task = NULL;
     op_running_promotion_forget_after_fork();
     pthread_mutex_unlock(&op_pools_lock);
-    /* relaxed: as in the parent handler. */
-    const op_pool_fork_hooks *hooks = atomic_load_explicit(&op_fork_hooks, memory_order_relaxed);
+    const op_pool_fork_hooks *hooks = op_fork_hooks_held; /* what the prepare handler locked */
     if (hooks) hooks->reset_in_child(); /* its thread-locals; releases its inner and outer locks */
 }

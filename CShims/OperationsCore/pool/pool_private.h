@@ -27,6 +27,8 @@
 
 #include <pthread.h>
 
+#pragma GCC visibility push(hidden) /* internal: never exported from the shared library */
+
 /* worker->run: the task serial above the bits, and whether a task runs, in a wait the core
  * sees, or counted blocked by the monitor (being counted, then counted). */
 #define OP_RUN_LENT UINT64_C(1)
@@ -266,5 +268,7 @@ void op_placement_forget_pools_after_fork(void);
 /* running_body_promotion.c: resets its lock in the child of a fork (a promoter of the parent
  * may have held it). */
 void op_running_promotion_forget_after_fork(void);
+
+#pragma GCC visibility pop
 
 #endif

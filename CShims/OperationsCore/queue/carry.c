@@ -66,6 +66,7 @@ struct op_carry {
 _Static_assert(sizeof(op_carry) <= sizeof(op_task_t), "a carry record is a task cache block");
 
 static void op_carry_drain(op_token *token);
+op_pool *op_carry_pool_for(const op_placement *placement, op_task_t *task, int qos, int *renice);
 
 /* The monitor saw the carried body asleep: the slot it carries is what may be lent, as for a
  * body asleep on a drainer (the carrier's own local run queue holds nothing of the queue). */
@@ -82,11 +83,29 @@ static void op_carry_take_back_slot(op_token *token) {
     queue->token.cls->take_back_slot(&queue->token);
 }
 
+/* Where the carried task's nice value is now: a promotion that raised it while its record waited
+ * in a busy pool moves it there (op_pool_rehome_tokens, on the monitor's tick for a pool whose
+ * tokens wait, or when its queue leaves a pool), instead of waiting for a worker of the class it
+ * was carried for (found by review: 146 ms behind busy background workers). Called with the
+ * record taken out of the pool: nothing else touches it, so the renice its new carrier applies is
+ * set here too. acquire: a promoter's level on the state word, and the queue's placement. */
+static op_pool *op_carry_home(op_token *token) {
+    op_carry *carry = (op_carry *)token;
+    uint32_t state = atomic_load_explicit(&carry->task->state, memory_order_acquire);
+    int qos = op_task_run_qos(carry->task, carry->queue, state);
+    const op_placement *placement =
+        atomic_load_explicit(&carry->queue->placement, memory_order_acquire);
+    int renice;
+    op_pool *home = op_carry_pool_for(placement, carry->task, qos, &renice);
+    carry->renice = renice;
+    return home;
+}
+
 static const op_token_class op_carry_token_class = {
     .drain = op_carry_drain,
     .lend_slot = op_carry_lend_slot,
     .take_back_slot = op_carry_take_back_slot,
-    .home = NULL, /* stays where it was carried: the task's nice value, not the queue's, chose it */
+    .home = op_carry_home,
 };
 
 static op_carry *op_carry_make(op_queue_t *queue, op_task_t *task, bool started, bool holds_slot) {

@@ -354,7 +354,8 @@ bool op_carry_taken_outside_width(op_queue_t *queue, op_task_t *task);
 /* drain.c: a carrier runs the task its record carries, as a drainer would, and settles it (or
  * carries it on). */
 void op_drain_run_carried(op_carry *carry);
-/* queue_fork.c: gives the pools' fork handlers the queue layer's part (op_queue_create). */
+/* queue_fork.c: gives the pools' fork handlers the queue layer's part (at load; op_queue_create
+ * calls it too, which keeps queue_fork.o in a static link). */
 void op_queue_install_fork_hooks(void);
 
 #pragma GCC visibility pop

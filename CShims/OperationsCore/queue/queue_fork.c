@@ -1,6 +1,7 @@
 /*
  * queue_fork.c — the queue layer's part of fork(): what pool/pool_fork.c's handlers call through
- * the table this file gives them (op_pool_fork_hooks) when the first queue is made.
+ * the table this file gives them (op_pool_fork_hooks) when the library is loaded (a
+ * constructor, kept in a static link because op_queue_create calls op_queue_install_fork_hooks).
  *
  * Outer lock: the one that makes the release helper (context_release.c), taken before the pools'
  * lock because its holder makes a queue, which may make a pool. Inner locks: every queue's
@@ -29,3 +30,7 @@ static const op_pool_fork_hooks op_queue_fork_hooks = {
 };
 
 void op_queue_install_fork_hooks(void) { op_pool_set_fork_hooks(&op_queue_fork_hooks); }
+
+__attribute__((constructor)) static void op_queue_install_fork_hooks_at_load(void) {
+    op_queue_install_fork_hooks();
+}
