@@ -60,17 +60,7 @@ struct CExampleTests {
     @Test func staticArchiveLinksTheGraphHooks() async throws {
         let directory = try makeScratchDirectory("static-archive")
         defer { try? FileManager.default.removeItem(at: directory) }
-        var objects: [String] = []
-        for source in PackageLayout.coreSources {
-            let object = directory.appendingPathComponent(URL(fileURLWithPath: source).lastPathComponent + ".o").path
-            let build = await runChild("cc", ["-std=gnu11", "-O1", "-D_GNU_SOURCE", "-I\(PackageLayout.coreInclude)", "-c", source, "-o", object],
-                                       environment: childEnvironment(), seconds: 120)
-            try #require(build.succeeded, "compiling \(source):\n\(build)")
-            objects.append(object)
-        }
-        let archive = directory.appendingPathComponent("liboperations_core.a").path
-        let ar = await runChild("ar", ["rcs", archive] + objects, environment: childEnvironment())
-        try #require(ar.succeeded, "ar:\n\(ar)")
+        let archive = try await Self.buildStaticArchive(in: directory)
         // Submits with op_queue_submit_f and waits: nothing of dependencies.c by name.
         let program = """
             #include <operations_core.h>
@@ -96,5 +86,43 @@ struct CExampleTests {
         let run = await runChild(binary, [], environment: childEnvironment(), seconds: 30, backtraceOnTimeout: true)
         #expect(!run.timedOut && run.exitCode == 0, "a program linked against liboperations_core.a failed:\n\(run)")
         #expect(run.stdout.contains("ran=100"), "\(run)")
+    }
+
+    /// Compiles every core source on its own and archives the objects: liboperations_core.a as
+    /// a C program links it (only the members it references are pulled in, after its own
+    /// objects). Returns the archive's path.
+    private static func buildStaticArchive(in directory: URL) async throws -> String {
+        var objects: [String] = []
+        for source in PackageLayout.coreSources {
+            let object = directory.appendingPathComponent(URL(fileURLWithPath: source).lastPathComponent + ".o").path
+            let build = await runChild("cc", ["-std=gnu11", "-O1", "-D_GNU_SOURCE", "-I\(PackageLayout.coreInclude)", "-c", source, "-o", object],
+                                       environment: childEnvironment(), seconds: 120)
+            try #require(build.succeeded, "compiling \(source):\n\(build)")
+            objects.append(object)
+        }
+        let archive = directory.appendingPathComponent("liboperations_core.a").path
+        let ar = await runChild("ar", ["rcs", archive] + objects, environment: childEnvironment())
+        try #require(ar.succeeded, "ar:\n\(ar)")
+        return archive
+    }
+
+    /// An application's fork handler registered in its own constructor, in a program linked
+    /// against the static archive: the application's constructors come first in link order, so
+    /// the core's handlers (a constructor of priority 101) must still be registered before it,
+    /// or the application's prepare handler, which uses the core, runs after the core's took its
+    /// locks and fork() deadlocks (found by review; the probe hung without the priority).
+    @Test func staticArchiveRegistersTheForkHandlersBeforeTheApplications() async throws {
+        let directory = try makeScratchDirectory("static-archive-fork")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let archive = try await Self.buildStaticArchive(in: directory)
+        let probe = PackageLayout.probesDirectory.appendingPathComponent("fork_handler_order_probe.c").path
+        let binary = directory.appendingPathComponent("fork_handler_order_probe").path
+        let link = await runChild("cc", ["-std=gnu11", "-I\(PackageLayout.coreInclude)", probe, archive,
+                                         "-lnuma", "-lpthread", "-lm", "-o", binary], environment: childEnvironment(), seconds: 120)
+        try #require(link.succeeded, "linking the probe against the static archive:\n\(link)")
+        let run = await runChild(binary, [], environment: childEnvironment(), seconds: 30, backtraceOnTimeout: true)
+        try #require(!run.timedOut, "fork() deadlocked in the prepare handlers (static link):\n\(run)")
+        #expect(run.values["fork_returned"] == "1" && run.values["child_exit"] == "0", "\(run)")
+        #expect(run.exitCode == 0, "\(run)")
     }
 }

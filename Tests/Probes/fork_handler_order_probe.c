@@ -1,7 +1,8 @@
 /*
- * fork_handler_order_probe.c — a child process for FaultTests: an application's own
- * pthread_atfork handler, registered before its first queue, uses the core in its prepare
- * handler, and a fork() then returns.
+ * fork_handler_order_probe.c — a child process for FaultTests and CExampleTests (linked against
+ * the static archive): an application's own pthread_atfork handler, registered in its own
+ * constructor before its first queue, uses the core in its prepare handler, and a fork() then
+ * returns.
  *
  * Prepare handlers run in reverse order of registration. The core registers its handlers when
  * the library is loaded, so the application's, registered later, runs first, before the core
@@ -33,8 +34,13 @@ static void body(void *context) {
 /* The application's prepare handler: makes sure the utility workers exist before a fork. */
 static void application_prepare(void) { op_runtime_start_workers(OP_QOS_UTILITY); }
 
-int main(void) {
+/* Registered in a constructor of the application's: in a static link its constructors run
+ * before the archive members' of the same priority (the core's are priority 101: first). */
+__attribute__((constructor)) static void register_application_handler(void) {
     pthread_atfork(application_prepare, NULL, NULL);
+}
+
+int main(void) {
     op_queue_t *queue = op_queue_create("before fork", OP_QOS_DEFAULT, OP_WIDTH_DEFAULT);
     op_queue_submit_f(queue, body, NULL);
     if (op_queue_wait(queue, WAIT_NS) != 0) return 1;

@@ -147,8 +147,8 @@ static bool op_pool_monitor_look(op_pool *pool, bool every) {
     /* relaxed: counts and hints; a change after this look wakes the monitor again or is seen
      * at its next tick. */
     bool tokens = op_pool_has_tokens(pool);
-    /* Tokens that waited through a whole tick may belong to a queue that moved to another pool
-     * since they were pushed (a QoS or placement change racing a push): they go there. Only
+    /* Tokens that waited through a whole tick may belong to another pool now (a queue's QoS or
+     * placement change racing a push, a carried task promoted while it waited): they go there. Only
      * the monitor reads and writes `tokens_waited`. */
     if (tokens && pool->tokens_waited) op_pool_rehome_tokens(pool);
     pool->tokens_waited = tokens;

@@ -5,7 +5,8 @@
  * Tokens: queues hand the pool tokens (a queue with a claimed slot) through one lock-free FIFO
  * per NUMA node (op_pool_push_token: the submitting thread's node); a worker takes from its own
  * node's FIFO before the others (op_pool_take_token). op_pool_rehome_tokens moves the tokens
- * whose queue another pool serves now (a QoS or placement change) to that pool.
+ * that another pool serves now to that pool, as their class's `home` says: a queue's token after
+ * a QoS, promotion or placement change, a carried task's after its promotion.
  *
  * Idle workers spin for 2 µs ("searching", at most half the pool), look a few more microseconds
  * while yielding the CPU (the loop in worker.c), then park, each on a futex word of its own,
@@ -75,8 +76,9 @@ void op_pool_push_token(op_pool *pool, op_token *token) {
 #define OP_REHOME_MAX 256
 
 void op_pool_rehome_tokens(op_pool *pool) {
-    /* Popping takes a token as a worker would: it carries its queue's slot and busy unit, which
-     * keep the queue alive until the token is pushed again (our last touch of it). The pops and
+    /* Popping takes a token as a worker would: it carries what keeps its queue alive until the
+     * token is pushed again (our last touch of it): a queue's slot and busy unit, or a carried
+     * task's busy unit (and its slot, when it carries one). The pops and
      * pushes are the FIFOs' own (lock-free, multi-producer multi-consumer). A token of this pool
      * goes back behind those pushed meanwhile: the order of tokens is a pool's fairness only. */
     op_token *taken[OP_REHOME_MAX];

@@ -36,9 +36,10 @@ typedef struct op_token_class {
     bool (*lend_slot)(op_token *token, op_local_run_queue_t *ring);
     /* The task's body returned: take back the slot lent_slot lent. */
     void (*take_back_slot)(op_token *token);
-    /* The pool that serves the token's queue now (its QoS or placement may have changed since
-     * the token was pushed): where op_pool_rehome_tokens moves a token that waits elsewhere.
-     * NULL: the token stays where it was pushed. */
+    /* The pool that serves the token now (a queue's QoS, promotion or placement, or a carried
+     * task's class, may have changed since it was pushed): where op_pool_rehome_tokens moves a
+     * token that waits elsewhere; called with the token taken out of the pool. NULL: the token
+     * stays where it was pushed. */
     op_pool *(*home)(op_token *token);
 } op_token_class;
 struct op_token {
@@ -84,8 +85,9 @@ int op_pool_qos(const op_pool *pool);
 
 /* Hands a token (a queue's claimed slot) to the pool and wakes a worker if none searches. */
 void op_pool_push_token(op_pool *pool, op_token *token);
-/* Moves the tokens waiting in `pool` whose queue another pool serves now (a QoS or placement
- * change) to that pool; the others go back. Called when a queue leaves `pool` and by the
+/* Moves the tokens waiting in `pool` that another pool serves now (their class's `home`: a
+ * queue's after a QoS, promotion or placement change, a carried task's after its promotion) to
+ * that pool; the others go back. Called when a queue leaves `pool` and by the
  * monitor for a pool whose tokens wait for two ticks: a token pushed before the change would
  * otherwise wait until one of `pool`'s workers is free, which a pool busy with long bodies may
  * not be for a long time, while the queue's own pool idles. */

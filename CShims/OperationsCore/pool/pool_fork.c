@@ -25,10 +25,11 @@
  * the pools' lock), the pools' lock, the placements' lock, the queue layer's inner locks (the
  * promotion locks: leaves, taken last).
  *
- * The handlers are registered when the library is loaded (a constructor), before any thread of
- * the core exists and before the application's own handlers registered later: prepare handlers
- * run in reverse order of registration, so an application's prepare handler that uses the core
- * runs before ours takes the locks (registered at a pool's first creation instead, a fork while
+ * The handlers are registered when the library is loaded (a constructor of priority 101, so in
+ * a static link too before the application's own constructors), before any thread of the core
+ * exists and before the application's own handlers: prepare handlers run in reverse order of
+ * registration, so an application's prepare handler that uses the core runs before ours takes
+ * the locks (registered at a pool's first creation instead, a fork while
  * that pool was being made left the child with the pools' lock held, and an application's
  * earlier handler ran after ours and deadlocked: found by review). The constructor stays in a
  * static link: worker_pool.c's op_pool_create calls op_pool_fork_register (a no-op by then), and
@@ -44,9 +45,10 @@
 static const op_pool_fork_hooks *_Atomic op_fork_hooks;
 /* The table the prepare handler acted on, for the parent and child handlers of the same fork:
  * one that was installed in between must not unlock what prepare did not lock (found by
- * review). Written and read by the forking thread only; glibc runs one fork's handlers at a
- * time. */
-static const op_pool_fork_hooks *op_fork_hooks_held;
+ * review). Thread-local: a fork's handlers all run on the forking thread, and since glibc 2.36
+ * two threads' forks run their handlers at the same time (it releases its atfork lock around
+ * each handler). */
+static _Thread_local const op_pool_fork_hooks *op_fork_hooks_held;
 
 static void op_pool_after_fork_in_child(void);
 static void op_pool_before_fork(void);
@@ -61,7 +63,12 @@ void op_pool_fork_register(void) {
     pthread_once(&once, op_pool_install_fork_handlers);
 }
 
-__attribute__((constructor)) static void op_pool_fork_register_at_load(void) { op_pool_fork_register(); }
+/* Priority 101, the first an application may use: in a static link an application's own
+ * constructors come first in link order, and one that registers a fork handler would otherwise
+ * register it before ours (found by review). */
+__attribute__((constructor(101))) static void op_pool_fork_register_at_load(void) {
+    op_pool_fork_register();
+}
 
 void op_pool_set_fork_hooks(const op_pool_fork_hooks *hooks) {
     op_pool_fork_register();

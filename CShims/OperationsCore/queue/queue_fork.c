@@ -31,6 +31,7 @@ static const op_pool_fork_hooks op_queue_fork_hooks = {
 
 void op_queue_install_fork_hooks(void) { op_pool_set_fork_hooks(&op_queue_fork_hooks); }
 
-__attribute__((constructor)) static void op_queue_install_fork_hooks_at_load(void) {
+/* Priority 101, as pool_fork.c's: before the application's constructors in a static link too. */
+__attribute__((constructor(101))) static void op_queue_install_fork_hooks_at_load(void) {
     op_queue_install_fork_hooks();
 }
