@@ -43,6 +43,8 @@ open class OperationQueue: @unchecked Sendable {
         self.core = core
         isMainQueue = false
         attachToCore()
+        // The core's reports, and every tool reading them, name the queue as `name` does.
+        op_queue_set_label(core, defaultName)
     }
 
     /// The main queue: serial, userInteractive, its operations run on the main thread through
@@ -195,10 +197,19 @@ open class OperationQueue: @unchecked Sendable {
 
     /// Free text for diagnostics. Never nil: a new queue is named after itself,
     /// `NSOperationQueue 0x…` with its address, as Foundation's (Q13); `OperationQueue.main` is
-    /// `NSOperationQueue Main Queue`. Setting nil restores the default.
+    /// `NSOperationQueue Main Queue`. Setting nil restores the default. The core's queue carries
+    /// the same name (its label), so `diagnosticReport` and
+    /// `OperationsRuntime.diagnosticReport()` show it.
     open var name: String? {
         get { StripedLock.shared.withLock(for: self) { lockedName } ?? defaultName }
-        set { StripedLock.shared.withLock(for: self) { lockedName = newValue } }
+        set {
+            StripedLock.shared.withLock(for: self) {
+                lockedName = newValue
+                // Under the stripe: concurrent renames leave the core's label and `name` agreeing.
+                // ENOMEM keeps the old label (the report only).
+                _ = op_queue_set_label(core, newValue ?? defaultName)
+            }
+        }
     }
 
     /// The name a queue has until one is set.

@@ -53,6 +53,11 @@ static const char *const op_qos_names[OP_QOS_COUNT] = {
     "background", "utility", "default", "userInitiated", "userInteractive",
 };
 
+const char *op_qos_name(int qos) {
+    if (qos == OP_QOS_INHERIT) return "inherit";
+    return (unsigned)qos < OP_QOS_COUNT ? op_qos_names[qos] : "unknown";
+}
+
 /* Table and generation: written rarely (start-up, set_nice_table), read by workers before each
  * task. Each entry is its own atomic so readers never see a torn value. */
 static _Atomic int op_nice_table_values[OP_QOS_COUNT] = {10, 2, 0, -2, -4};

@@ -152,6 +152,10 @@ typedef enum op_qos {
 #define OP_QOS_COUNT 5
 /** For op_task_attr_t.qos: the task runs at its queue's QoS. */
 #define OP_QOS_INHERIT (-1)
+/** The class's name as Foundation spells it ("background", "utility", "default",
+ *  "userInitiated", "userInteractive"); "inherit" for OP_QOS_INHERIT, "unknown" otherwise. A
+ *  static string. */
+const char *op_qos_name(int qos);
 
 /** A queue width that lets the runtime choose: one per worker of the queue's QoS class, or the
  *  container's CPU limit when lower (op_topology_t.default_width). */
@@ -379,7 +383,14 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width);
 void op_queue_retain(op_queue_t *queue);
 /** Drops a handle. A queue with unfinished tasks lives on until its last task finished. */
 void op_queue_release(op_queue_t *queue);
+/** The queue's label (NULL when it has none). The string is owned by the queue and stays valid
+ *  until the queue is destroyed, also after op_queue_set_label replaced it. */
 const char *op_queue_label(const op_queue_t *queue);
+/** Renames the queue, from any thread at any time (label may be NULL; it is copied): reports
+ *  (op_queue_describe) and later op_queue_label calls show the new label; strings returned
+ *  before stay valid until the queue is destroyed (a renamed queue keeps each label it had).
+ *  Returns 0; EINVAL for a NULL queue; ENOMEM. */
+int op_queue_set_label(op_queue_t *queue, const char *label);
 
 /** Adds a task. It runs once its dependencies finished, in priority order among the queue's
  *  ready tasks, on a worker of the queue's QoS class. Returns 0; EINVAL for NULL; EBUSY when the

@@ -227,11 +227,11 @@ void op_pool_start_spare(op_pool *pool) {
         static _Atomic bool reported = false;
         if (!atomic_exchange_explicit(&reported, true, memory_order_relaxed)) {
             fprintf(stderr,
-                    "operations: cannot start a spare worker for a blocked one (class %d): %s; "
+                    "operations: cannot start a spare worker for a blocked one (class %s): %s; "
                     "the blocked task's queue waits for the other workers, and the spare is "
                     "retried. Raise the container's pids.max or RLIMIT_NPROC (ulimit -u), or "
                     "restrict the CPU set so fewer workers are started.\n",
-                    pool->qos, strerror(rc));
+                    op_qos_name(pool->qos), strerror(rc));
         }
         return;
     }

@@ -125,18 +125,18 @@ static void op_pool_report_short(op_pool *pool, int rc) {
     static _Atomic bool reported = false, reported_none = false;
     if (!atomic_exchange_explicit(&reported, true, memory_order_relaxed)) {
         fprintf(stderr,
-                "operations: cannot start a worker thread (class %d%s): %s; %d of %d workers run "
+                "operations: cannot start a worker thread (class %s%s): %s; %d of %d workers run "
                 "instead, and the missing ones are retried with backoff. Raise the container's "
                 "pids.max or RLIMIT_NPROC (ulimit -u), or restrict the CPU set (taskset, cpuset) "
                 "so fewer workers are needed.\n",
-                pool->qos, pool->placement ? ", a placed pool" : "", strerror(rc), created,
+                op_qos_name(pool->qos), pool->placement ? ", a placed pool" : "", strerror(rc), created,
                 pool->size);
     }
     if (created == 0 && !atomic_exchange_explicit(&reported_none, true, memory_order_relaxed)) {
         fprintf(stderr,
-                "operations: no worker of class %d could start: its work waits until one can "
+                "operations: no worker of class %s could start: its work waits until one can "
                 "(retried on each submit and monitor tick, at most every second).\n",
-                pool->qos);
+                op_qos_name(pool->qos));
     }
 }
 
@@ -170,8 +170,8 @@ void op_pool_retry_workers(op_pool *pool) {
             atomic_store_explicit(&pool->retry_at, op_now_ns() + pool->retry_delay,
                                   memory_order_relaxed);
         } else if (atomic_exchange_explicit(&pool->start_failed, false, memory_order_relaxed)) {
-            fprintf(stderr, "operations: all %d workers of class %d%s run now.\n", pool->size,
-                    pool->qos, pool->placement ? " (a placed pool)" : "");
+            fprintf(stderr, "operations: all %d workers of class %s%s run now.\n", pool->size,
+                    op_qos_name(pool->qos), pool->placement ? " (a placed pool)" : "");
         }
         /* So that op_runtime_worker_count / _info see the new workers as a prefix. */
         op_pool_wait_started(pool);

@@ -82,11 +82,11 @@ static void op_report_pool(op_report *report, op_pool *pool) {
     /* relaxed: a snapshot. */
     uint64_t balance = atomic_load_explicit(&pool->balance, memory_order_relaxed);
     uint64_t idle = atomic_load_explicit(&pool->idle_spares, memory_order_relaxed);
-    char kind[32];
+    char kind[48];
     if (pool->fixed_nice != OP_NICE_UNCHANGED) {
         snprintf(kind, sizeof kind, "at nice %d", pool->fixed_nice);
     } else {
-        snprintf(kind, sizeof kind, "of class %d", pool->qos);
+        snprintf(kind, sizeof kind, "of class %s", op_qos_name(pool->qos));
     }
     op_report_add(report,
                   "  pool %s%s: %d workers (%d with a thread), tokens %s, searching %d,"

@@ -37,6 +37,21 @@
 #include <errno.h>
 #include <string.h>
 
+/* A queue's label: its text, and the next label the queue had (queue->labels_retired). */
+typedef struct op_label {
+    struct op_label *next;
+    char text[];
+} op_label;
+
+static op_label *op_label_make(const char *text) {
+    size_t length = strlen(text);
+    op_label *label = malloc(sizeof *label + length + 1);
+    if (!label) return NULL;
+    label->next = NULL;
+    memcpy(label->text, text, length + 1);
+    return label;
+}
+
 _Thread_local op_queue_t *op_tls_queue = NULL;
 
 static bool op_queue_token_lend_slot(op_token *token, op_local_run_queue_t *ring);
@@ -87,12 +102,14 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     queue->context_retain = NULL;
     queue->context_release = NULL;
     queue->token.cls = &op_queue_token_class;
-    queue->label = label ? strdup(label) : NULL;
-    if (label && !queue->label) {
+    op_label *made = label ? op_label_make(label) : NULL;
+    if (label && !made) {
         free(queue);
         errno = ENOMEM;
         return NULL;
     }
+    atomic_init(&queue->label, made ? made->text : NULL);
+    atomic_init(&queue->labels_retired, made);
     op_ready_queue_init(&queue->ready, 64);
     op_fifo_init(&queue->stash, 4);
     atomic_init(&queue->stashed, 0);
@@ -133,12 +150,38 @@ void op_queue_release(op_queue_t *queue) {
         }
         op_ready_queue_deinit(&queue->ready);
         op_fifo_destroy(&queue->stash);
-        free(queue->label);
+        /* relaxed: the last reference is gone (the acq_rel drop before ordered every rename). */
+        for (op_label *l = atomic_load_explicit(&queue->labels_retired, memory_order_relaxed); l;) {
+            op_label *next = l->next;
+            free(l);
+            l = next;
+        }
         free(queue);
     }
 }
 
-const char *op_queue_label(const op_queue_t *queue) { return queue->label; }
+const char *op_queue_label(const op_queue_t *queue) {
+    /* acquire: pairs with op_queue_set_label's release store (the text is written). */
+    return atomic_load_explicit(&((op_queue_t *)queue)->label, memory_order_acquire);
+}
+
+int op_queue_set_label(op_queue_t *queue, const char *label) {
+    if (!queue) return EINVAL;
+    op_label *made = NULL;
+    if (label) {
+        made = op_label_make(label);
+        if (!made) return ENOMEM;
+        /* Kept until the queue is destroyed (readers may hold any label it had). release: the
+         * record's `next` and text before it is reachable; relaxed failure: we only retry. */
+        made->next = atomic_load_explicit(&queue->labels_retired, memory_order_relaxed);
+        while (!atomic_compare_exchange_weak_explicit(&queue->labels_retired, &made->next, made,
+                                                      memory_order_release, memory_order_relaxed)) {
+        }
+    }
+    /* release: the text before a reader that loads the pointer with acquire. */
+    atomic_store_explicit(&queue->label, made ? made->text : NULL, memory_order_release);
+    return 0;
+}
 
 int op_queue_effective_width(op_queue_t *queue) {
     int width = atomic_load_explicit(&queue->width, memory_order_relaxed);
@@ -858,12 +901,12 @@ size_t op_queue_describe(const op_queue_t *queue, char *buffer, size_t size) {
     int width = atomic_load_explicit(&q->width, memory_order_relaxed);
     int n = snprintf(buffer, size,
                      "queue \"%s\": busy %llu (unfinished tasks + slots + credit), slots %d running"
-                     " / %u idle, width %d (effective %d), %s, qos %d, ready tasks %s, stashed %u,"
+                     " / %u idle, width %d (effective %d), %s, qos %s, ready tasks %s, stashed %u,"
                      " waiting behind its width %s, placed %s",
-                     q->label ? q->label : "", (unsigned long long)busy, op_slots_running(slots),
+                     op_queue_label(q) ? op_queue_label(q) : "", (unsigned long long)busy, op_slots_running(slots),
                      op_slots_idle(slots), width, op_queue_effective_width(q),
                      atomic_load_explicit(&q->suspended, memory_order_relaxed) ? "suspended" : "running",
-                     (int)atomic_load_explicit(&q->qos, memory_order_relaxed),
+                     op_qos_name((int)atomic_load_explicit(&q->qos, memory_order_relaxed)),
                      op_queue_has_ready(q) ? "maybe" : "none",
                      atomic_load_explicit(&q->stashed, memory_order_relaxed),
                      atomic_load_explicit(&q->waits_at_width, memory_order_relaxed) ? "yes" : "no",

@@ -47,7 +47,12 @@ struct op_queue {
     void *context;               /* op_queue_set_context */
     op_task_fn context_retain;
     op_task_fn context_release;
-    char *label;
+    /* The current label (op_queue_set_label publishes a new one with a release store; readers
+     * load with acquire). Labels replaced are kept on `labels_retired` (a push-only stack of
+     * op_label, under no lock: a compare-and-swap) and freed with the queue, so a string
+     * op_queue_label returned stays valid until the queue is destroyed. */
+    const char *_Atomic label;
+    struct op_label *_Atomic labels_retired;
     op_token token; /* what the pool hands out for this queue (class set at creation) */
     op_ready_queue_t ready;
     /* Tasks a worker popped just as the queue was suspended: they were at the head, so they run
