@@ -84,7 +84,7 @@ static long long backed_wakes(op_qos_t qos) {
     static char report[1 << 16];
     op_runtime_describe(report, sizeof report);
     char pool[64];
-    snprintf(pool, sizeof pool, "pool of class %d:", (int)qos);
+    snprintf(pool, sizeof pool, "pool of class %s:", op_qos_name(qos));
     char *line = strstr(report, pool);
     if (!line) return -1;
     char *end = strchr(line, '\n');
