@@ -66,7 +66,6 @@ struct op_carry {
 _Static_assert(sizeof(op_carry) <= sizeof(op_task_t), "a carry record is a task cache block");
 
 static void op_carry_drain(op_token *token);
-op_pool *op_carry_pool_for(const op_placement *placement, op_task_t *task, int qos, int *renice);
 
 /* The monitor saw the carried body asleep: the slot it carries is what may be lent, as for a
  * body asleep on a drainer (the carrier's own local run queue holds nothing of the queue). */
