@@ -122,20 +122,26 @@ enum CompletionKind: String, CaseIterable, Sendable, CustomTestStringConvertible
     }
 
     // A completion block adds to its own queue, then cancels every operation of it: what it
-    // added before the cancel ends cancelled and finished, what it adds after runs.
+    // added before the cancel ends cancelled and finished, what it adds after runs. The block
+    // cancels once `held` runs (it holds the serial queue until the gate opens), so `cancelled`
+    // is surely still waiting when the cancel comes: cancelling an unstarted `held` would let the
+    // queue retire it and start `cancelled` between the two cancels, on Foundation as here (the
+    // seed of a CI failure on d04a51d, kind asynchronous).
     @Test(arguments: CompletionKind.allCases)
     func O7_completionBlockAddingToAndCancellingItsOwnQueueWorks(_ kind: CompletionKind) {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
         let operation = kind.make()
         let gate = OperationGate()
-        let held = BlockOperation { gate.wait() }
+        let heldRuns = Latch()
+        let held = BlockOperation { heldRuns.open(); gate.wait() }
         let cancelled = BlockOperation {}
         let after = BlockOperation {}
         let done = Latch()
         operation.completionBlock = {
             queue.addOperation(held)
             queue.addOperation(cancelled)
+            waitFor(heldRuns, "the operation a completion block added to its serial queue to start")
             queue.cancelAllOperations()
             gate.open()
             queue.addOperation(after)
