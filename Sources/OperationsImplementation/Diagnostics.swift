@@ -9,7 +9,7 @@ extension OperationsRuntime {
     /// run and state (between tasks, in a task, in a wait the runtime sees, counted blocked by
     /// the monitor). A snapshot for diagnosing a hang; its format may change.
     public static func diagnosticReport() -> String {
-        describe { op_runtime_describe($0, $1) }
+        describeInBuffer { op_runtime_describe($0, $1) }
     }
 }
 
@@ -19,12 +19,12 @@ extension OperationQueue {
     /// blocked-worker monitor watches it (work waiting behind its width). A snapshot for
     /// diagnosing a queue that seems stuck; its format may change.
     public var diagnosticReport: String {
-        describe { op_queue_describe(core, $0, $1) }
+        describeInBuffer { op_queue_describe(core, $0, $1) }
     }
 }
 
 /// Calls a C describer with a buffer, once more with a bigger one if it did not fit.
-private func describe(_ describer: (UnsafeMutablePointer<CChar>?, Int) -> Int) -> String {
+func describeInBuffer(_ describer: (UnsafeMutablePointer<CChar>?, Int) -> Int) -> String {
     var capacity = 4096
     while true {
         var buffer = [CChar](repeating: 0, count: capacity)

@@ -2,6 +2,7 @@
 // (issue 35, item 1: a Swift queue's `name` is set after the core queue exists); the strings
 // op_queue_label returned before a rename stay valid until the queue is destroyed; class names,
 // not numbers, in the reports.
+import Foundation
 import Glibc
 import OperationsCore
 import Testing
@@ -11,7 +12,7 @@ import Testing
     private func describe(_ queue: OpaquePointer) -> String {
         var buffer = [CChar](repeating: 0, count: 1024)
         _ = op_queue_describe(queue, &buffer, buffer.count)
-        return String(cString: buffer)
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     @Test func aLabelSetAfterCreationIsInTheReportWithTheClassByName() throws {
@@ -63,4 +64,33 @@ import Testing
         #expect(String(cString: op_queue_label(queue)!) == "label 500")
         op_queue_release(queue)
     }
+
+    /// A worker's thread is named by its class and the CPU it is pinned to ("op-uinit-c3"), a
+    /// spare by its class and serial ("op-uinit-s2"): ps -L, top -H, perf and the trace show
+    /// these names.
+    @Test func workerThreadsAreNamedByClassAndCPU() throws {
+        let queue = try makeQueue("thread-names", qos: OP_QOS_USER_INITIATED)
+        defer { op_queue_release(queue) }
+        let seen = ThreadNameProbe()
+        #expect(op_queue_submit_f(queue, { context in
+            let probe = contextObject(context, as: ThreadNameProbe.self)
+            // The kernel's name of this thread, and the one CPU a pinned worker may run on.
+            let comm = (try? String(contentsOfFile: "/proc/self/task/\(op_current_thread_id())/comm", encoding: .utf8)) ?? ""
+            var cpus = [Int32](repeating: -1, count: 4096)
+            let count = op_current_thread_cpus(&cpus, cpus.count)
+            probe.record(name: comm.trimmingCharacters(in: .newlines), cpu: count == 1 ? cpus[0] : -1)
+        }, contextPointer(seen)) == 0)
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+        let (name, cpu) = seen.value
+        let pinned = name == "op-uinit-c\(cpu)"
+        let spare = name.hasPrefix("op-uinit-s") && Int(name.dropFirst("op-uinit-s".count)) != nil
+        #expect(pinned || spare, "a userInitiated body on CPU \(cpu) ran on a thread named \"\(name)\"")
+    }
+}
+
+/// What a body saw of its thread: its name and CPU.
+private final class ThreadNameProbe: Sendable {
+    private let seen = Recorder<(String, Int32)>()
+    func record(name: String, cpu: Int32) { seen.append((name, cpu)) }
+    var value: (String, Int32) { seen.snapshot.first ?? ("(the body did not run)", -1) }
 }

@@ -1,6 +1,9 @@
 // DiagnosticsTests.swift — the reports name each queue by its `name` (issue 35, item 1): the
-// default `NSOperationQueue 0x…` from the start, a name set later, and the class by name. An
-// addition (Foundation has no diagnostic report), so not a behaviour test.
+// default `NSOperationQueue 0x…` from the start, a name set later, and the class by name; the
+// counters and JSON reports from Swift (item 2): a queue's counts of a known workload exactly,
+// the runtime's sums, each worker's. Additions (Foundation has no diagnostic report nor
+// counters), so not behaviour tests.
+import Foundation
 import Operations
 import Testing
 
@@ -16,5 +19,45 @@ import Testing
         queue.name = nil
         #expect(queue.name!.hasPrefix("NSOperationQueue 0x"))
         #expect(queue.diagnosticReport.contains("queue \"\(queue.name!)\""), "\(queue.diagnosticReport)")
+    }
+
+    /// Ten operations on a suspended queue, four cancelled before it resumes: every one ends,
+    /// four of them cancelled. All ten are started: the queue calls `start()` on a cancelled
+    /// operation too (as Foundation does), which finishes it at once. Exact once the queue is
+    /// idle.
+    @Test func aQueuesCountersCountAKnownWorkloadExactly() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let operations = (0..<10).map { _ in BlockOperation {} }
+        queue.addOperations(operations, waitUntilFinished: false)
+        for operation in operations.prefix(4) { operation.cancel() }
+        queue.isSuspended = false
+        guard waitUntilAllOperationsAreFinished(queue) else { return }
+        let counts = queue.counters
+        #expect(counts.submitted == 10 && counts.started == 10 && counts.finished == 10 && counts.cancelled == 4,
+                "\(counts)")
+        let json = queue.diagnosticReportJSON
+        let report = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        #expect(report?["label"] as? String == queue.name, "\(json)")
+        #expect((report?["counters"] as? [String: Any])?["cancelled"] as? Int == 4, "\(json)")
+    }
+
+    /// The runtime's sums grow by what a workload ran and never go down; every worker listed
+    /// has a thread, and the pinned ones a CPU.
+    @Test func theRuntimesCountersGrowWithTheWorkAndListEveryWorker() {
+        let before = OperationsRuntime.counters
+        let queue = OperationQueue()
+        queue.qualityOfService = .utility
+        for _ in 0..<200 { queue.addOperation {} }
+        guard waitUntilAllOperationsAreFinished(queue) else { return }
+        let after = OperationsRuntime.counters
+        #expect(after.tasks >= before.tasks + 200, "\(before.tasks) → \(after.tasks)")
+        #expect(after.parks >= before.parks && after.wakeups <= after.parks)
+        let workers = OperationsRuntime.workerCounters
+        let utility = workers.filter { $0.qualityOfService == .utility && !$0.isSpare && !$0.isPlaced }
+        #expect(!utility.isEmpty && utility.allSatisfy { $0.threadID > 0 && $0.cpu != nil }, "\(workers)")
+        let json = OperationsRuntime.diagnosticReportJSON()
+        let report = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        #expect(report?["pools"] is [Any], "\(json)")
     }
 }

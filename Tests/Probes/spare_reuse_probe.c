@@ -24,7 +24,7 @@ static int tid_count;
 static op_queue_t *other;
 
 
-/* Adds the thread ids of the default class's spares (named op-q2-s<index>) to `tids`. */
+/* Adds the thread ids of the default class's spares (named op-dflt-s<index>) to `tids`. */
 static void note_spares(void) {
     DIR *dir = opendir("/proc/self/task");
     if (!dir) return;
@@ -34,7 +34,7 @@ static void note_spares(void) {
         snprintf(path, sizeof path, "/proc/self/task/%s/comm", entry->d_name);
         FILE *file = fopen(path, "r");
         if (!file) continue;
-        if (fgets(name, sizeof name, file) && strncmp(name, "op-q2-s", 7) == 0) {
+        if (fgets(name, sizeof name, file) && strncmp(name, "op-dflt-s", 9) == 0) {
             int tid = atoi(entry->d_name), known = 0;
             for (int i = 0; i < tid_count; i++) known |= tids[i] == tid;
             if (!known && tid_count < MAX_TIDS) tids[tid_count++] = tid;

@@ -50,6 +50,22 @@ void op_race_window(const char *point);
 #define OP_RACE_WINDOW(point) ((void)0)
 #endif
 
+/* Counters (issue 35): always on, nearly free. A counter has one writer where it can (a
+ * worker's own, on the worker's own line): that writer bumps it with a relaxed load and store,
+ * no locked instruction; readers sum relaxed snapshots. A counter several threads bump (a
+ * queue's, events of the monitor or a promoter) uses a relaxed fetch-add: a count, ordering
+ * nothing. */
+static inline void op_count_own(_Atomic uint64_t *counter, uint64_t by) {
+    atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + by,
+                          memory_order_relaxed);
+}
+static inline void op_count_shared(_Atomic uint64_t *counter, uint64_t by) {
+    atomic_fetch_add_explicit(counter, by, memory_order_relaxed);
+}
+static inline uint64_t op_count_read(const _Atomic uint64_t *counter) {
+    return atomic_load_explicit((_Atomic uint64_t *)counter, memory_order_relaxed);
+}
+
 static inline void op_cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
@@ -246,6 +262,20 @@ void op_task_init(op_task_t *task, op_task_fn fn, void *context, const op_task_a
 /* The task this thread runs now (seen by op_task_current); set by the drainer (queue layer). */
 extern _Thread_local op_task_t *op_tls_task;
 
+/* ---- report_buffer.c ------------------------------------------------------------------------ */
+
+/* A bounded text buffer for reports: appends count what would have been written (as snprintf),
+ * so `length` past `size` says how much room the caller needs; `buffer` always holds a
+ * NUL-terminated prefix (when size > 0). */
+typedef struct op_report {
+    char *buffer;
+    size_t size;
+    size_t length;
+} op_report;
+void op_report_add(op_report *report, const char *format, ...) __attribute__((format(printf, 2, 3)));
+/* Appends `text` (NULL: "") as a JSON string, quoted and escaped. */
+void op_report_json_string(op_report *report, const char *text);
+
 /* ---- faults.c ------------------------------------------------------------------------------- */
 
 /* pthread_create for every thread the core starts; returns 0 or an errno value (EAGAIN when a
@@ -325,6 +355,9 @@ int64_t op_env_int(const char *name, int64_t default_value, int64_t min, int64_t
 void op_nice_init(void);
 /* Generation of the nice table: bumped by op_runtime_set_nice_table. */
 uint32_t op_nice_generation(void);
+/* The class's name in five letters at most ("bkgd", "util", "dflt", "uinit", "uiact"; "other"),
+ * for thread names. A static string. */
+const char *op_qos_short_name(int qos);
 /* Wanted nice of a class, straight from the table. */
 int op_nice_of_class(int qos);
 /* The nice a worker should hold between tasks for a wanted value, after clamping for the

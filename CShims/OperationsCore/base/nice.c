@@ -53,6 +53,15 @@ static const char *const op_qos_names[OP_QOS_COUNT] = {
     "background", "utility", "default", "userInitiated", "userInteractive",
 };
 
+/* Five letters at most, for thread names (15 characters in all on Linux). */
+static const char *const op_qos_short_names[OP_QOS_COUNT] = {
+    "bkgd", "util", "dflt", "uinit", "uiact",
+};
+
+const char *op_qos_short_name(int qos) {
+    return (unsigned)qos < OP_QOS_COUNT ? op_qos_short_names[qos] : "other";
+}
+
 const char *op_qos_name(int qos) {
     if (qos == OP_QOS_INHERIT) return "inherit";
     return (unsigned)qos < OP_QOS_COUNT ? op_qos_names[qos] : "unknown";

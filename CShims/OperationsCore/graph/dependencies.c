@@ -274,6 +274,10 @@ static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
     op_drain *drain = &op_tls_drain;
     bool hand_off = drain->hand_off_allowed;
     drain->hand_off_allowed = false;
+    /* Its queue's counters (the task's unit keeps the queue alive until after this finish).
+     * relaxed: `queue` was set by the submit that the finish's claim ordered after. */
+    op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_relaxed);
+    if (queue) op_queue_count_finished(queue, (old & OP_STATE_CANCELLED) != 0);
     if (OP_UNLIKELY(old & (OP_STATE_PROMO_COUNTED | OP_STATE_PROMOTING))) {
         op_promotion_settle_finished(task); /* its queue's raise ends with it */
     }

@@ -672,6 +672,77 @@ int op_runtime_worker_info(op_qos_t qos, int index, op_worker_info_t *out);
  *  seems stuck; a snapshot of relaxed reads. Returns the length it needed (as snprintf). */
 size_t op_runtime_describe(char *buffer, size_t size);
 
+/* ---- counters: always on, summed on read (issue 35) ---------------------------------------- */
+
+/** What a worker thread is doing, in op_worker_counters_t.state. */
+typedef enum op_worker_state {
+    OP_WORKER_IDLE = 0,    /**< between tasks: looking for work or parked */
+    OP_WORKER_RUNNING = 1, /**< running a task's body */
+    OP_WORKER_WAITING = 2, /**< in a body, in a wait the runtime sees (op_task_wait, op_queue_wait) */
+    OP_WORKER_BLOCKED = 3, /**< in a body, counted blocked by the monitor (asleep where the runtime
+                                cannot see: a lock, I/O); a spare stands in for it */
+} op_worker_state_t;
+
+/** One worker thread's counters (a pinned worker or a spare). Each counter is kept on the
+ *  worker's own cache line by the worker itself, so keeping them costs no shared write; a
+ *  snapshot sums relaxed reads (a count may lag by the event under way). */
+typedef struct op_worker_counters {
+    int qos;          /**< its pool's class, or -1 for a pool made for a nice value */
+    int pool_nice;    /**< that nice value; OP_NICE_UNCHANGED for a class's pool */
+    bool placed;      /**< its pool is placed on a CPU set (op_queue_set_cpus) */
+    bool spare;       /**< a spare standing in for a blocked thread (then `cpu` is -1) */
+    int cpu;          /**< the CPU it is pinned to; -1 for a spare */
+    int tid;          /**< its kernel thread id; 0 while it has no thread */
+    int class_nice;   /**< the nice value it runs at between tasks */
+    op_worker_state_t state;
+    uint64_t serial;  /**< the serial of the task it runs or ran last (its tasks so far) */
+    uint64_t tasks;   /**< tasks it has run or retired (a cancelled one) */
+    uint64_t steals;  /**< tasks it took from another worker's local run queue */
+    uint64_t parks;   /**< times it slept for want of work */
+    uint64_t wakeups; /**< of those, ended by a wake-up (not a timeout) */
+    uint64_t carries; /**< bodies it carried to another pool's workers to run at their nice value
+                           (a task of another class, or with a thread priority) */
+    uint64_t rescues; /**< times the monitor counted it blocked in a body and a spare stood in */
+    uint64_t promotions; /**< bodies reniced while they ran on it (QoS promotion) */
+} op_worker_counters_t;
+
+/** Writes the counters of every worker and spare of every pool into `out` (at most `capacity`
+ *  entries; `out` may be NULL when `capacity` is 0) and returns how many there are, which may be
+ *  more than `capacity` (call again with a bigger array). */
+size_t op_runtime_worker_counters(op_worker_counters_t *out, size_t capacity);
+
+/** The runtime's counters, summed over every worker and spare of every pool, those that exited
+ *  included: they never go down. */
+typedef struct op_runtime_counters {
+    uint64_t tasks, steals, parks, wakeups, carries, rescues, promotions;
+    uint64_t spares_started; /**< spare threads started for blocked workers (a reused one: once) */
+    uint32_t workers;        /**< worker threads running now */
+    uint32_t spares;         /**< spare threads alive now (lingering ones included) */
+} op_runtime_counters_t;
+/** Fills `out` (EINVAL when NULL, else 0). */
+int op_runtime_counters(op_runtime_counters_t *out);
+
+/** A queue's counters since it was made. `submitted`: tasks and jobs submitted; `started`: bodies
+ *  begun (a deferred task's every run); `finished`: tasks that ended (run, cancelled, or completed
+ *  by hand); `cancelled`: tasks cancelled after their submit (whether or not they had started).
+ *  Kept by the threads that drain the queue in their own registers and added when they leave it,
+ *  so a running queue's snapshot lags by at most a drainer's batch. */
+typedef struct op_queue_counters {
+    uint64_t submitted, started, finished, cancelled;
+} op_queue_counters_t;
+/** Fills `out` with `queue`'s counters. Returns 0, or EINVAL. */
+int op_queue_counters(const op_queue_t *queue, op_queue_counters_t *out);
+
+/** op_runtime_describe as one JSON object (RFC 8259), for tools: {"monitor": {...}, "pools":
+ *  [{"class", "nice", "placed", "tokens_waiting", "blocked", "spares", "spares_started",
+ *  "workers": [{"thread", "tid", "cpu", "spare", "state", "nice", "task_serial", "tasks",
+ *  "steals", "parks", "wakeups", "carries", "rescues", "promotions"}]}], "counters": {...}}.
+ *  Returns the length it needed (as snprintf); `buffer` holds a NUL-terminated prefix. */
+size_t op_runtime_describe_json(char *buffer, size_t size);
+/** op_queue_describe as one JSON object: {"label", "qos", "width", "running", "unfinished",
+ *  "suspended", "counters": {...}}. Returns the length it needed (as snprintf). */
+size_t op_queue_describe_json(const op_queue_t *queue, char *buffer, size_t size);
+
 /** The calling thread's kernel thread id (gettid). */
 int op_current_thread_id(void);
 

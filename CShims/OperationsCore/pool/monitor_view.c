@@ -9,7 +9,8 @@
  * tokens wait, tasks wait in workers' local run queues, a default-width queue's work waits
  * behind its width (then it looks at every pool), or a worker counted blocked could not have
  * its slot lent (its queue's width may become the default). A worker (or spare) that has run one task
- * for a whole tick and that the kernel reports asleep is counted blocked as if it waited in
+ * for a whole tick and that the kernel reports asleep at two looks in a row (once may be a
+ * computing body's moment on a page fault or a lock) is counted blocked as if it waited in
  * op_task_wait: a spare stands in for it (started by the monitor, on any usable CPU), and the
  * token's class lends its slot if the queue's width allows (a default-width queue). Each worker
  * says what it runs in one word of its own (`run`: a task serial and the OP_RUN_* bits); the
@@ -94,8 +95,13 @@ static void op_pool_look_at(op_pool *pool, op_worker *worker) {
         run != seen) {
         return; /* idle, counted already, or a new task since the last look */
     }
+    /* Asleep at two looks in a row on the same task: a thread seen asleep once may be computing
+     * and only have waited a moment (a page fault, a contended allocator lock, a sanitizer's
+     * own lock); lending its slot then would run one body too many beside it. */
     int tid = atomic_load_explicit(&worker->tid, memory_order_relaxed);
-    if (tid == 0 || !op_thread_is_asleep(tid)) return;
+    uint64_t asleep_before = worker->monitor_asleep;
+    worker->monitor_asleep = (tid != 0 && op_thread_is_asleep(tid)) ? run : 0;
+    if (worker->monitor_asleep == 0 || asleep_before != run) return;
     /* acquire: see the worker's `queue` for this task. The worker waits at its task's end while
      * LENDING is set, so the queue stays alive until we flip to LENT. */
     if (!atomic_compare_exchange_strong_explicit(&worker->run, &run, run | OP_RUN_LENDING,
@@ -103,6 +109,7 @@ static void op_pool_look_at(op_pool *pool, op_worker *worker) {
         return; /* the task ended, or a visible wait began */
     }
     bool start = op_pool_count_blocked(pool);
+    op_count_own(&worker->counts.rescues, 1); /* the monitor is its only writer */
     /* May push a token: a spare takes it. */
     worker->monitor_lent =
         worker->token->cls->lend_slot(worker->token, worker->spare ? NULL : &worker->local)

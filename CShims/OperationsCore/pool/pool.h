@@ -114,6 +114,9 @@ void op_worker_body_begin(op_token *token);
 void op_worker_body_end(void);
 /* A task was retired without running a body (counted for op_runtime_worker_info). */
 void op_worker_count_task(void);
+/* This thread carried a task's body to another pool's workers (carry.c): counted on its worker
+ * (op_runtime_worker_counters); nothing on a thread that is not a worker. */
+void op_worker_count_carry(void);
 
 /* ---- spares.c: spares for blocked workers --------------------------------------------------- */
 

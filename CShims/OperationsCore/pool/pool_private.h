@@ -56,6 +56,25 @@
 #define OP_IDLE_SPARES(word) ((uint32_t)(word))
 #define OP_IDLE_CLAIMS(word) ((uint32_t)((word) >> 32))
 
+/* A worker's counters (issue 35; op_runtime_worker_counters reads them). `steals`, `parks`,
+ * `wakeups` and `carries` are the worker's own (op_count_own); `rescues` the monitor's alone
+ * (op_count_own on the monitor thread); `promotions` any promoter's (op_count_shared). Tasks
+ * run are `run`'s serial. */
+typedef struct op_worker_counts {
+    _Atomic uint64_t steals;     /* tasks taken from another worker's local run queue */
+    _Atomic uint64_t parks;      /* times it slept for want of work */
+    _Atomic uint64_t wakeups;    /* of those, ended by a waker (not a timeout) */
+    _Atomic uint64_t carries;    /* bodies it carried to another pool's workers (carry.c) */
+    _Atomic uint64_t rescues;    /* times the monitor counted it blocked in a body */
+    _Atomic uint64_t promotions; /* bodies reniced while they ran on it (promotion) */
+    _Atomic uint64_t tasks;      /* retired spares only (in pool->retired): their tasks run */
+} op_worker_counts;
+
+struct op_worker;
+struct op_pool;
+/* worker_pool_report.c: a spare about to exit adds its counters to its pool's `retired`. */
+void op_worker_counts_retire(struct op_pool *pool, const struct op_worker *worker);
+
 typedef struct op_worker {
     alignas(OP_CACHE_LINE) op_pool *pool;
     int index;
@@ -83,6 +102,9 @@ typedef struct op_worker {
      * worker's own line, which the monitor reads every 10 ms at most. */
     alignas(OP_CACHE_LINE) _Atomic uint64_t run;
     uint64_t monitor_seen;     /* `run` at the monitor's last look; the monitor's own */
+    uint64_t monitor_asleep;   /* `run` when the monitor last found the thread asleep in it (0:
+                                * awake then); the monitor's own: counted blocked at the second
+                                * such look in a row */
     op_token *monitor_lent;    /* the token whose slot the monitor lent, taken back at the end */
     struct op_worker *next_spare; /* the pool's list of spares, under spares_lock */
     /* Pinned workers only: ready tasks released on this worker (drain.c), stolen by others. */
@@ -95,6 +117,9 @@ typedef struct op_worker {
      * nothing on the task path reads either. */
     alignas(OP_CACHE_LINE) _Atomic uint32_t wake_word;
     _Atomic uint32_t wake_seen;
+    /* On a line of its own: written by the worker (and rarely the monitor or a promoter), read
+     * only by snapshots. */
+    alignas(OP_CACHE_LINE) op_worker_counts counts;
 } op_worker;
 
 struct op_pool {
@@ -159,6 +184,11 @@ struct op_pool {
      * relaxed: a hint that makes a woken worker try to leave too. */
     _Atomic bool leaving;
     bool tokens_waited; /* the monitor's: tokens waited at its last tick (op_pool_monitor_look) */
+    /* Counters (issue 35): spares started (by the monitor or a visible wait; op_count_shared),
+     * and the counters of the spares that exited, added as each leaves (op_count_shared), so the
+     * pool's sums never go down. On a line of their own: rare writes. */
+    alignas(OP_CACHE_LINE) _Atomic uint64_t spares_started;
+    op_worker_counts retired;
     int64_t retry_delay; /* under grow_lock */
     pthread_mutex_t grow_lock; /* starting workers (creation and retries) */
 };

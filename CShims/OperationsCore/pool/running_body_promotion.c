@@ -76,6 +76,7 @@ static bool op_promote_worker(op_worker *worker, op_task_t *task, op_queue_t *qu
             raised = op_nice_set_thread(tid, nice) == 0;
         }
     }
+    if (raised) op_count_shared(&worker->counts.promotions, 1);
     /* release: the renice before the worker, which acquires the word, undoes it. */
     atomic_store_explicit(&worker->body, body | (raised ? OP_BODY_APPLIED : 0),
                           memory_order_release);

@@ -235,6 +235,7 @@ void op_pool_start_spare(op_pool *pool) {
         }
         return;
     }
+    op_count_shared(&pool->spares_started, 1);
     op_pool_note_spares_peak(pool);
 }
 

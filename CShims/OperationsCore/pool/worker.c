@@ -71,11 +71,15 @@ void *op_pool_steal(op_pool *pool, op_local_run_queue *thief, const void *tag) {
         if (victim == self || op_local_run_queue_is_empty(&victim->local)) continue;
         if (thief) {
             if (op_local_run_queue_steal(&victim->local, thief, tag)) {
+                if (self) op_count_own(&self->counts.steals, 1);
                 return op_local_run_queue_pop(thief);
             }
         } else {
             void *entry = op_local_run_queue_steal_one(&victim->local, tag);
-            if (entry) return entry;
+            if (entry) {
+                if (self) op_count_own(&self->counts.steals, 1);
+                return entry;
+            }
         }
     }
     return NULL;
@@ -112,6 +116,11 @@ int op_worker_refresh_nice(void) {
     }
     atomic_store_explicit(&worker->class_nice, worker->current_nice, memory_order_relaxed);
     return worker->current_nice;
+}
+
+void op_worker_count_carry(void) {
+    op_worker *worker = op_tls_worker;
+    if (worker) op_count_own(&worker->counts.carries, 1);
 }
 
 void op_worker_count_task(void) {
@@ -157,14 +166,19 @@ void op_worker_body_end(void) {
 void *op_worker_main(void *arg) {
     op_worker *worker = arg;
     op_pool *pool = worker->pool;
-    char name[16];
+    /* The thread's name (15 characters at most; ps -L, top -H, perf and the trace show it):
+     * "op-" and the class (op_qos_short_name) or "nice" and the pool's nice value, then the CPU a
+     * pinned worker runs on ("-c3") or a spare's serial ("-s7"). A placed pool's workers add
+     * "p" before the CPU. */
+    char class_part[8];
     if (pool->fixed_nice != OP_NICE_UNCHANGED) {
-        snprintf(name, sizeof name, worker->spare ? "op-n%d-s%d" : "op-n%d-w%d", pool->fixed_nice,
-                 worker->index);
+        snprintf(class_part, sizeof class_part, "nice%d", pool->fixed_nice);
     } else {
-        snprintf(name, sizeof name, worker->spare ? "op-q%d-s%d" : "op-q%d-w%d", pool->qos,
-                 worker->index);
+        snprintf(class_part, sizeof class_part, "%s", op_qos_short_name(pool->qos));
     }
+    char name[16];
+    snprintf(name, sizeof name, "op-%s-%s%s%d", class_part, pool->placement ? "p" : "",
+             worker->spare ? "s" : "c", worker->spare ? worker->index : worker->cpu);
     pthread_setname_np(pthread_self(), name);
     op_tls_pool = pool;
     op_tls_worker = worker;
@@ -272,7 +286,10 @@ void *op_worker_main(void *arg) {
                 if (token) {
                     op_event_cancel_wait(&pool->event);
                 } else {
-                    op_event_wait(&pool->event, key, OP_SPARE_IDLE_NS);
+                    op_count_own(&worker->counts.parks, 1);
+                    if (op_event_wait(&pool->event, key, OP_SPARE_IDLE_NS) == 0) {
+                        op_count_own(&worker->counts.wakeups, 1);
+                    }
                     continue; /* retires at the top when surplus */
                 }
             }
@@ -293,6 +310,7 @@ void *op_worker_main(void *arg) {
         }
     }
     pthread_mutex_unlock(&pool->spares_lock);
+    op_worker_counts_retire(pool, worker);
     free(worker);
     return NULL;
 }

@@ -218,6 +218,7 @@ op_carry *op_carry_prepare(op_carry *carry, op_queue_t *queue, op_task_t *task, 
 }
 
 void op_carry_push(op_carry *carry, op_pool *target) {
+    op_worker_count_carry();
     OP_RACE_WINDOW("carry: before the push into the target pool");
     op_pool_push_token(target, &carry->token);
 }

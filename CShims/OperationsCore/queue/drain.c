@@ -45,12 +45,45 @@
 
 _Thread_local op_drain op_tls_drain;
 
+void op_queue_count_started(op_queue_t *queue) {
+    op_drain *drain = &op_tls_drain;
+    if (OP_LIKELY(drain->queue == queue)) {
+        drain->started++;
+    } else {
+        op_count_shared(&queue->started, 1);
+    }
+}
+
+void op_queue_count_finished(op_queue_t *queue, bool cancelled) {
+    op_drain *drain = &op_tls_drain;
+    if (OP_LIKELY(drain->queue == queue)) {
+        drain->finished++;
+        drain->cancelled += cancelled;
+    } else {
+        op_count_shared(&queue->finished, 1);
+        if (cancelled) op_count_shared(&queue->cancelled, 1);
+    }
+}
+
+void op_drain_flush_counts(void) {
+    op_drain *drain = &op_tls_drain;
+    op_queue_t *queue = drain->queue;
+    if (!queue) return;
+    if (drain->submitted) op_count_shared(&queue->submitted, drain->submitted);
+    if (drain->started) op_count_shared(&queue->started, drain->started);
+    if (drain->finished) op_count_shared(&queue->finished, drain->finished);
+    if (drain->cancelled) op_count_shared(&queue->cancelled, drain->cancelled);
+    drain->submitted = drain->started = drain->finished = drain->cancelled = 0;
+}
+
 bool op_drain_busy_add_one(op_queue_t *queue) {
     op_drain *drain = &op_tls_drain;
     if (drain->queue != queue) {
         op_queue_busy_add(queue, 1);
+        op_count_shared(&queue->submitted, 1);
         return false;
     }
+    drain->submitted++;
     if (drain->credit == 0) {
         /* The drainer's slot keeps busy above zero, so this add never takes the queue from idle
          * to busy; the chunk is given back when the drainer leaves. */
@@ -64,7 +97,9 @@ bool op_drain_busy_add_one(op_queue_t *queue) {
 void op_drain_busy_return_one(op_queue_t *queue, bool from_credit) {
     if (from_credit && op_tls_drain.queue == queue) {
         op_tls_drain.credit++;
+        op_tls_drain.submitted--;
     } else {
+        op_count_shared(&queue->submitted, (uint64_t)-1); /* before the unit: it may be the last */
         op_queue_busy_sub(queue, 1);
     }
 }
@@ -96,6 +131,7 @@ static void op_drain_put_back(op_queue_t *queue) {
  * (context_release.c): released once we hold nothing of the queue. */
 static void op_drain_detach(void) {
     op_drain *drain = &op_tls_drain;
+    op_drain_flush_counts();
     if (drain->queue) op_release_adopt(drain->queue);
     if (drain->local) op_local_run_queue_retire(drain->local);
     drain->local = NULL;
@@ -343,6 +379,7 @@ static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_
 
     op_tls_task = task;
     op_tls_queue = queue;
+    op_queue_count_started(queue);
     op_worker_body_begin(carry ? op_carry_token(carry) : &queue->token);
     task->fn(op_task_user_context(task));
     op_worker_body_end();
@@ -531,6 +568,7 @@ static void op_drain_token_run(op_token *token) {
         op_task_release(task); /* the queue's reference */
         if (OP_UNLIKELY(finished >= OP_FINISH_BATCH)) {
             bool compact = queue->tracking && op_registry_compaction_due(queue, finished);
+            op_drain_flush_counts();
             /* Our slot's unit keeps busy above zero: this never takes the queue idle. */
             op_queue_busy_sub_held(queue, finished);
             finished = 0;

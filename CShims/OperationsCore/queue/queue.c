@@ -82,6 +82,10 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
         return NULL;
     }
     atomic_init(&queue->busy, 0);
+    atomic_init(&queue->submitted, 0);
+    atomic_init(&queue->started, 0);
+    atomic_init(&queue->finished, 0);
+    atomic_init(&queue->cancelled, 0);
     atomic_init(&queue->slots, 0);
     atomic_init(&queue->width, width);
     atomic_init(&queue->waits_at_width, false);
@@ -891,6 +895,45 @@ void op_queue_set_context(op_queue_t *queue, void *context, op_task_fn retain, o
 }
 
 void *op_queue_context(const op_queue_t *queue) { return queue ? queue->context : NULL; }
+
+int op_queue_counters(const op_queue_t *queue, op_queue_counters_t *out) {
+    if (!queue || !out) return EINVAL;
+    op_queue_t *q = (op_queue_t *)queue;
+    out->submitted = op_count_read(&q->submitted);
+    out->started = op_count_read(&q->started);
+    out->finished = op_count_read(&q->finished);
+    out->cancelled = op_count_read(&q->cancelled);
+    return 0;
+}
+
+size_t op_queue_describe_json(const op_queue_t *queue, char *buffer, size_t size) {
+    op_report report = {.buffer = buffer, .size = size, .length = 0};
+    if (size) buffer[0] = '\0';
+    if (!queue) {
+        op_report_add(&report, "null");
+        return report.length;
+    }
+    op_queue_t *q = (op_queue_t *)queue;
+    op_queue_counters_t counts;
+    op_queue_counters(queue, &counts);
+    /* relaxed: a snapshot for a report; nothing is decided on it. */
+    uint64_t slots = atomic_load_explicit(&q->slots, memory_order_relaxed);
+    op_report_add(&report, "{\"label\": ");
+    op_report_json_string(&report, op_queue_label(q));
+    op_report_add(&report,
+                  ", \"qos\": \"%s\", \"width\": %d, \"effective_width\": %d, \"running\": %d, "
+                  "\"unfinished\": %zu, \"suspended\": %s, \"waiting_at_width\": %s, "
+                  "\"counters\": {\"submitted\": %llu, \"started\": %llu, \"finished\": %llu, "
+                  "\"cancelled\": %llu}}",
+                  op_qos_name((int)atomic_load_explicit(&q->qos, memory_order_relaxed)),
+                  atomic_load_explicit(&q->width, memory_order_relaxed),
+                  op_queue_effective_width(q), op_slots_running(slots), op_queue_unfinished(q),
+                  atomic_load_explicit(&q->suspended, memory_order_relaxed) ? "true" : "false",
+                  atomic_load_explicit(&q->waits_at_width, memory_order_relaxed) ? "true" : "false",
+                  (unsigned long long)counts.submitted, (unsigned long long)counts.started,
+                  (unsigned long long)counts.finished, (unsigned long long)counts.cancelled);
+    return report.length;
+}
 
 size_t op_queue_describe(const op_queue_t *queue, char *buffer, size_t size) {
     if (!queue) return (size_t)snprintf(buffer, size, "(no queue)");

@@ -19,6 +19,12 @@
 struct op_queue {
     /* Written by producers. */
     alignas(OP_CACHE_LINE) _Atomic uint64_t busy; /* unfinished tasks + claimed slots */
+    /* Counters (issue 35; op_queue_counters): tasks submitted, on the producers' line (a submit
+     * writes `busy` anyway); bodies started, tasks finished and of those cancelled, on a line of
+     * their own. A thread that drains the queue counts in its op_drain and adds its counts when
+     * it leaves (op_drain_detach) or every OP_FINISH_BATCH finishes; other threads add at once.
+     * relaxed fetch-adds: counts, ordering nothing. */
+    _Atomic uint64_t submitted;
     /* Written when slots are claimed or released, and by drainers that run dry (rare while
      * the queue has work). Low half: claimed slots (tasks running or about to); high half:
      * drainers that ran dry and look for more before giving their slot back (OP_SLOTS_*). */
@@ -67,6 +73,9 @@ struct op_queue {
     /* registry.c, for tracking queues only. */
     bool tracking;
     op_task_fn release_context;
+    alignas(OP_CACHE_LINE) _Atomic uint64_t started;
+    _Atomic uint64_t finished;
+    _Atomic uint64_t cancelled;
     alignas(OP_CACHE_LINE) op_task_t *_Atomic registry_head; /* newest first */
     _Atomic uint32_t submitting;           /* registrations in flight (barrier handshake) */
     uint32_t barriers_submitted; /* numbers barriers (op_task.barrier_seq); under registry_lock */
@@ -247,8 +256,18 @@ typedef struct op_drain {
     op_task_t *handed_off;
     bool hand_off_allowed;
     uint64_t credit;  /* busy units taken ahead for tasks that bodies submit to `queue` */
+    /* `queue`'s counters not yet added to it (op_drain_flush_counts): the drainer's own. */
+    uint64_t submitted, started, finished, cancelled;
 } op_drain;
 extern _Thread_local op_drain op_tls_drain;
+
+/* Counting (issue 35): a body of `queue` starts; a task of `queue` finished (cancelled or not).
+ * Into the calling drainer's counts when it drains `queue`, else added to the queue at once.
+ * The caller holds something that keeps `queue` alive (the task's unit). */
+void op_queue_count_started(op_queue_t *queue);
+void op_queue_count_finished(op_queue_t *queue, bool cancelled);
+/* Adds the calling drainer's counts to its queue (while it still holds its slot). */
+void op_drain_flush_counts(void);
 
 /* The worker pool's call for a token (op_token_class.drain): drains the token's queue while the
  * slot allows. */
