@@ -108,6 +108,7 @@ open class OperationQueue: @unchecked Sendable {
     open func addOperation(_ operation: Operation) {
         operation.claimForQueue(self)
         promoteDependencies(of: operation)
+        if op_trace_is_recording() { operation.nameForTrace() }
         let rc = op_queue_submit(core, operation.task)
         if rc != 0 { operationMisuse("\(operation) could not be added to \(self) (core error \(rc))") }
     }
@@ -156,9 +157,11 @@ open class OperationQueue: @unchecked Sendable {
         for operation in operations where !seen.insert(ObjectIdentifier(operation)).inserted {
             operationMisuse("\(operation) appears twice in addOperations(_:waitUntilFinished:) on \(self)")
         }
+        let tracing = op_trace_is_recording()
         for operation in operations {
             operation.claimForQueue(self)
             promoteDependencies(of: operation)
+            if tracing { operation.nameForTrace() }
         }
         let tasks: [OpaquePointer?] = operations.map { $0.task }
         let rc = tasks.withUnsafeBufferPointer { op_queue_submit_batch(core, $0.baseAddress, $0.count) }

@@ -22,6 +22,7 @@
  * op_task_wait.
  */
 #include "graph.h"
+#include "../base/observe.h"
 
 #include <errno.h>
 
@@ -278,6 +279,8 @@ static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
      * relaxed: `queue` was set by the submit that the finish's claim ordered after. */
     op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_relaxed);
     if (queue) op_queue_count_finished(queue, (old & OP_STATE_CANCELLED) != 0);
+    OP_OBSERVE_FINISH(task, queue, (old & OP_STATE_CANCELLED) != 0,
+                      queue ? (int32_t)op_queue_unfinished(queue) : 0);
     if (OP_UNLIKELY(old & (OP_STATE_PROMO_COUNTED | OP_STATE_PROMOTING))) {
         op_promotion_settle_finished(task); /* its queue's raise ends with it */
     }
@@ -315,6 +318,7 @@ static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
         if (atomic_compare_exchange_strong_explicit(&edge->state, &expected, OP_EDGE_FIRED,
                                                     memory_order_relaxed,
                                                     memory_order_relaxed)) {
+            OP_OBSERVE_EDGE(task, dependent); /* before the count-down may start it */
             drain->hand_off_allowed = hand_off;
             op_task_count_down(dependent, 1, true);
             drain->hand_off_allowed = false;
@@ -345,6 +349,7 @@ void op_task_cancel(op_task_t *task) {
     /* acq_rel: ordered with submit's fetch_or of SUBMITTED; one of the two sees the other. */
     uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_CANCELLED, memory_order_acq_rel);
     if (old & OP_STATE_CANCELLED) return;
+    OP_OBSERVE_CANCEL(task);
     OP_RACE_WINDOW("cancel: flagged, before making it ready");
     if ((old & OP_STATE_SUBMITTED) && !(old & (OP_STATE_QUEUED | OP_STATE_FINISHED))) {
         op_task_ready_now(task, true);

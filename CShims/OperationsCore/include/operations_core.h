@@ -743,6 +743,35 @@ size_t op_runtime_describe_json(char *buffer, size_t size);
  *  "suspended", "counters": {...}}. Returns the length it needed (as snprintf). */
 size_t op_queue_describe_json(const op_queue_t *queue, char *buffer, size_t size);
 
+/* ---- the trace: a timeline for Perfetto (issue 35) ----------------------------------------- */
+
+/** Starts recording a trace that op_trace_stop writes to `path` as Chrome Trace Event JSON (open
+ *  it in ui.perfetto.dev or chrome://tracing): a track per thread (worker threads are named by
+ *  class and CPU), a slice per body named by its operation's name (op_trace_name_task) with its
+ *  queue, class, nice value, queue priority and nice delta; flow arrows from a submit to the
+ *  start and from a dependency's finish to its dependent's start; instant events for
+ *  cancellations, promotions, carries, monitor rescues and spares; a counter track of unfinished
+ *  tasks per queue. `flight_bytes` 0 keeps the whole trace (up to 2^20 events a thread; more are
+ *  dropped and counted); otherwise a flight recorder that keeps about the latest `flight_bytes`
+ *  (each thread a ring of its latest events) and writes them on op_trace_write or
+ *  op_trace_stop. Each thread records into a buffer of its own, with no lock. While no trace
+ *  records, an observation point costs one load and a branch. The environment variable
+ *  OPERATIONS_TRACE=<file> starts one when the library loads and writes it at the process's normal
+ *  exit (OPERATIONS_TRACE_FLIGHT_MB=<n> for the flight recorder). Returns 0, EINVAL (no path),
+ *  EALREADY (a trace records), ENOMEM. */
+int op_trace_start(const char *path, size_t flight_bytes);
+/** Stops recording and writes the trace to op_trace_start's path. Returns 0, EALREADY (none
+ *  records), or the errno of creating or writing the file. */
+int op_trace_stop(void);
+/** Writes what the current (or last) trace holds to `path` (NULL: op_trace_start's), without
+ *  stopping: the flight recorder's dump on demand. Returns 0, EINVAL, or a file's errno. */
+int op_trace_write(const char *path);
+/** Whether a trace records now. */
+bool op_trace_is_recording(void);
+/** While a trace records: names `task`'s slices (its operation's name, truncated to 27 bytes).
+ *  Call before submitting it. Nothing while no trace records. */
+void op_trace_name_task(op_task_t *task, const char *name);
+
 /** The calling thread's kernel thread id (gettid). */
 int op_current_thread_id(void);
 

@@ -39,6 +39,7 @@
  *     their publication, worker_pool.c); the spares are walked under spares_lock.
  */
 #include "pool_private.h"
+#include "../base/observe.h"
 
 #include <pthread.h>
 
@@ -110,6 +111,7 @@ static void op_pool_look_at(op_pool *pool, op_worker *worker) {
     }
     bool start = op_pool_count_blocked(pool);
     op_count_own(&worker->counts.rescues, 1); /* the monitor is its only writer */
+    OP_OBSERVE_RESCUE(tid);
     /* May push a token: a spare takes it. */
     worker->monitor_lent =
         worker->token->cls->lend_slot(worker->token, worker->spare ? NULL : &worker->local)

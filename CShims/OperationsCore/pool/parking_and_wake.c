@@ -44,6 +44,7 @@
  *     decides under grow_lock; the same fence pairs with a leaving placed-pool worker's).
  */
 #include "pool_private.h"
+#include "../base/observe.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -232,6 +233,7 @@ op_token *op_worker_park(op_pool *pool, op_worker *worker, int64_t timeout_ns, i
         return token;
     }
     op_count_own(&worker->counts.parks, 1);
+    OP_OBSERVE_PARK(worker->cpu);
     int64_t deadline = timeout_ns >= 0 ? op_now_ns() + timeout_ns : -1;
     /* acquire: pairs with the waker's releasing bump (the token it woke us for is visible). */
     while (atomic_load_explicit(&worker->wake_word, memory_order_acquire) == key) {
@@ -246,7 +248,10 @@ op_token *op_worker_park(op_pool *pool, op_worker *worker, int64_t timeout_ns, i
      * see op_pool_wake_one). */
     uint32_t woken = atomic_load_explicit(&worker->wake_word, memory_order_relaxed);
     atomic_store_explicit(&worker->wake_seen, woken, memory_order_relaxed);
-    if (woken != key) op_count_own(&worker->counts.wakeups, 1);
+    if (woken != key) {
+        op_count_own(&worker->counts.wakeups, 1);
+        OP_OBSERVE_WAKE(worker->cpu);
+    }
     /* Timed out (or woken and cleared already): make sure we are not registered any more. A
      * waker that cleared the bit after our timeout bumps the word for nothing: harmless. */
     uint64_t old = atomic_fetch_and_explicit(word, ~bit, memory_order_seq_cst);

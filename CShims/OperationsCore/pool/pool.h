@@ -80,6 +80,9 @@ op_pool *op_pool_for_nice(int nice);
 bool op_pool_has_tokens(op_pool *pool);
 /* The class a pool serves (op_qos_t). */
 int op_pool_qos(const op_pool *pool);
+/* The nice value a pool's workers are meant to run at (its own for a pool made for one, else its
+ * class's, before any clamping for privilege). */
+int op_pool_wanted_nice(const op_pool *pool);
 
 /* ---- parking_and_wake.c: tokens in and out, parking, the wake choice ------------------------ */
 

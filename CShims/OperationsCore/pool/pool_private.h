@@ -248,8 +248,6 @@ bool op_pool_worker_leaves_idle(op_pool *pool, op_worker *worker);
 
 /* worker.c: the thread of a worker or spare (`arg`: its op_worker). */
 void *op_worker_main(void *arg);
-/* worker.c: the nice a pool's workers hold between tasks, before clamping. */
-int op_pool_wanted_nice(const op_pool *pool);
 /* worker.c: sets the worker's `run` to (run & keep) | set once the monitor is not lending for
  * it; returns the word it replaced (acquire: see op_worker_word_settle). */
 uint64_t op_worker_settle_run(op_worker *worker, uint64_t keep, uint64_t set);

@@ -41,6 +41,7 @@
  *     remove themselves (worker.c), the monitor walks the list.
  */
 #include "pool_private.h"
+#include "../base/observe.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -236,6 +237,7 @@ void op_pool_start_spare(op_pool *pool) {
         return;
     }
     op_count_shared(&pool->spares_started, 1);
+    OP_OBSERVE_SPARE(pool->qos);
     op_pool_note_spares_peak(pool);
 }
 

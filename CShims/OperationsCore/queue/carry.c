@@ -54,6 +54,7 @@
  * out of the slots stays in them.
  */
 #include "queue.h"
+#include "../base/observe.h"
 
 struct op_carry {
     op_token token;  /* first: the pool hands this out; also what the body shows the monitor */
@@ -219,6 +220,7 @@ op_carry *op_carry_prepare(op_carry *carry, op_queue_t *queue, op_task_t *task, 
 
 void op_carry_push(op_carry *carry, op_pool *target) {
     op_worker_count_carry();
+    OP_OBSERVE_CARRY(carry->task, carry->queue, op_pool_qos(target), op_pool_wanted_nice(target));
     OP_RACE_WINDOW("carry: before the push into the target pool");
     op_pool_push_token(target, &carry->token);
 }

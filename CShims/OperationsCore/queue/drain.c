@@ -33,6 +33,7 @@
  * queues only through local_run_queue.c.
  */
 #include "queue.h"
+#include "../base/observe.h"
 
 #define OP_LINGER_NS 3000   /* a drainer whose queue ran dry looks this long for more work
                                before giving its slot back (saves a slot + token round trip) */
@@ -373,16 +374,21 @@ static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_
         if (!target && renice != OP_NICE_UNCHANGED && !changed) {
             int to = op_nice_clamp_task(renice, class_nice);
             changed = to != class_nice && op_nice_set_current_thread(to) == 0;
-            if (changed) op_worker_promotable_nice(to);
+            if (changed) {
+                op_worker_promotable_nice(to);
+                nice = to;
+            }
         }
     }
 
     op_tls_task = task;
     op_tls_queue = queue;
     op_queue_count_started(queue);
+    OP_OBSERVE_START(task, queue, run_qos, nice, task->priority, task->nice_delta);
     op_worker_body_begin(carry ? op_carry_token(carry) : &queue->token);
     task->fn(op_task_user_context(task));
     op_worker_body_end();
+    OP_OBSERVE_END(task);
     op_tls_task = NULL;
     op_tls_queue = NULL;
     op_worker_promotable_end(); /* back to the nice the body started at, if promoted */

@@ -51,6 +51,7 @@
  *     one held by a thread it lacks, nor a count changed without its summary.
  */
 #include "queue.h"
+#include "../base/observe.h"
 
 #include <errno.h>
 
@@ -213,6 +214,7 @@ static int op_task_promote_to(op_task_t *task, int qos, bool behind) {
     } while (!atomic_compare_exchange_weak_explicit(&task->state, &current, next,
                                                     memory_order_acq_rel, memory_order_relaxed));
     if (!raise) return 0;
+    OP_OBSERVE_PROMOTE(task, queue, qos);
     int nice = op_promotion_nice(task, qos);
     if (op_nice_can_hold(nice)) {
         /* A running body of the task; when counted, those of its queue (ahead of it). */
@@ -271,6 +273,7 @@ int op_queue_promote(op_queue_t *queue, op_qos_t qos) {
 }
 
 void op_queue_raise(op_queue_t *queue, op_qos_t qos) {
+    OP_OBSERVE_PROMOTE(NULL, queue, qos);
     op_queue_promo_change(queue, qos, +1);
     int nice = op_promotion_nice(NULL, qos);
     if (qos > (int)op_queue_qos(queue) && op_nice_can_hold(nice)) {

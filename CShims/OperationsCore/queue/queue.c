@@ -33,6 +33,7 @@
  * push, so nothing reads a queue after it could be freed.
  */
 #include "queue.h"
+#include "../base/observe.h"
 
 #include <errno.h>
 #include <string.h>
@@ -686,6 +687,7 @@ static int op_queue_submit_claimed(op_queue_t *queue, op_task_t *task, bool allo
                                                     state | OP_STATE_SUBMITTED,
                                                     memory_order_acq_rel, memory_order_acquire));
     OP_RACE_WINDOW("submit: SUBMITTED published, before registering and the hold's drop");
+    OP_OBSERVE_SUBMIT(task, queue, op_queue_label(queue), op_queue_unfinished(queue));
     if (queue->tracking) op_registry_add(queue, task); /* may add a barrier dependency */
     /* A serial queue's task of a higher class than the queue's raises what is ahead of it
      * (promotion.c), before it can start; on a default-width queue it runs on its own class's
@@ -793,6 +795,7 @@ static int op_queue_submit_untracked(op_queue_t *queue, op_task_fn fn, void *con
         atomic_load_explicit(&queue->width, memory_order_relaxed) == 1) {
         op_promotion_submitted(task, queue);
     }
+    OP_OBSERVE_SUBMIT(task, queue, op_queue_label(queue), op_queue_unfinished(queue));
     if (op_queue_push_local(queue, task, job)) return 0;
     op_queue_push_band(queue, task, OP_PRIORITY_NORMAL); /* generation 0: no tag */
     op_queue_dispatch_sub(queue, 1, 0);
