@@ -60,4 +60,22 @@ import Testing
         let report = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
         #expect(report?["pools"] is [Any], "\(json)")
     }
+
+    /// Latency histograms from Swift: a serial queue's five 20 ms operations, counted exactly
+    /// and timed plausibly (left on: see LatencyHistogramTests in OperationsCoreTests).
+    @Test func aQueuesLatencyHistogramsCountAndTimeItsOperations() {
+        OperationsRuntime.latencyHistogramsEnabled = true
+        #expect(OperationsRuntime.latencyHistogramsEnabled)
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.qualityOfService = .utility
+        for _ in 0..<5 { queue.addOperation { usleep(20_000) } }
+        guard waitUntilAllOperationsAreFinished(queue) else { return }
+        let histograms = queue.latencyHistograms
+        #expect(histograms.runTime.count == 5 && histograms.queueWait.count == 5, "\(histograms.runTime.count), \(histograms.queueWait.count)")
+        #expect(histograms.runTime.percentile(50) >= 20_000_000, "\(histograms.runTime.percentile(50)) ns")
+        #expect(histograms.queueWait.maxNanoseconds >= 75_000_000, "\(histograms.queueWait.maxNanoseconds) ns")
+        #expect(LatencyHistogram.bucketRange(8) == 8...9)
+        #expect(OperationsRuntime.latencyHistograms(for: .utility).runTime.count >= 5)
+    }
 }

@@ -262,6 +262,13 @@ void op_task_init(op_task_t *task, op_task_fn fn, void *context, const op_task_a
 /* The task this thread runs now (seen by op_task_current); set by the drainer (queue layer). */
 extern _Thread_local op_task_t *op_tls_task;
 
+/* ---- histogram.c ---------------------------------------------------------------------------- */
+
+/* Adds `ns` to `histogram` (relaxed fetch-adds; see histogram.c). */
+void op_histogram_record(op_histogram_t *histogram, uint64_t ns);
+/* A relaxed copy of `histogram`. */
+void op_histogram_snapshot(const op_histogram_t *histogram, op_histogram_t *out);
+
 /* ---- report_buffer.c ------------------------------------------------------------------------ */
 
 /* A bounded text buffer for reports: appends count what would have been written (as snprintf),

@@ -69,6 +69,7 @@ static void op_task_ready_now(op_task_t *task, bool dispatch) {
      * reference. Returning on FINISHED lost it when its last dependency finished, or a cancel
      * came, between the completion's FINISHED and its own try for QUEUED. */
     if (old & OP_STATE_QUEUED) return;
+    op_latency_note_ready(task);
     op_task_enqueue(task, old, dispatch);
 }
 

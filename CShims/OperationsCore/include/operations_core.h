@@ -743,6 +743,46 @@ size_t op_runtime_describe_json(char *buffer, size_t size);
  *  "suspended", "counters": {...}}. Returns the length it needed (as snprintf). */
 size_t op_queue_describe_json(const op_queue_t *queue, char *buffer, size_t size);
 
+/* ---- latency histograms: opt-in at run time (issue 35) ------------------------------------- */
+
+/** Buckets of an op_histogram_t: values below 8 ns one each, then four per power of two (a
+ *  bucket is at most a quarter of its lower bound wide), up to 2^64 ns. */
+#define OP_HISTOGRAM_BUCKETS 252
+/** A histogram of durations in nanoseconds: how many (`count`), their sum and maximum, and the
+ *  count in each bucket (op_histogram_bucket_bounds gives a bucket's range). */
+typedef struct op_histogram {
+    uint64_t count;
+    uint64_t sum_ns;
+    uint64_t max_ns;
+    uint64_t buckets[OP_HISTOGRAM_BUCKETS];
+} op_histogram_t;
+/** The smallest and largest value bucket `index` counts (both 0 outside 0 … OP_HISTOGRAM_BUCKETS-1). */
+void op_histogram_bucket_bounds(int index, uint64_t *low, uint64_t *high);
+/** The value at `percentile` (0 … 100) of `histogram`: the upper bound of the bucket holding it
+ *  (at most the maximum). 0 for an empty histogram. */
+uint64_t op_histogram_percentile(const op_histogram_t *histogram, double percentile);
+
+/** Switches the latency histograms on or off for the whole process (default off; the
+ *  environment variable OPERATIONS_HISTOGRAMS=on switches them on at start-up). While on, each
+ *  task that starts records its queue wait (from when it became ready: submitted with no
+ *  unfinished dependency, or its last dependency finished, to its body's start) and each body its
+ *  run time (start to return), into its queue's histograms and its class's (the class it ran
+ *  at). Off, they cost one load and a branch per task. A queue's histograms are allocated at its
+ *  first task recorded; a ready time is kept in a fixed table of OP_READY_STAMPS slots by task
+ *  address, so with more tasks ready at once some waits go unmeasured (counted in
+ *  op_runtime_unmeasured_waits). */
+void op_runtime_set_latency_histograms(bool on);
+/** Whether the latency histograms record now. */
+bool op_runtime_latency_histograms(void);
+/** Queue waits that could not be measured (their ready time was overwritten in the table by
+ *  another task's: more ready at once than the table holds). */
+uint64_t op_runtime_unmeasured_waits(void);
+/** Copies `queue`'s histograms (zeros when none was recorded yet); either pointer may be NULL.
+ *  Returns 0 or EINVAL. */
+int op_queue_latency_histograms(const op_queue_t *queue, op_histogram_t *wait, op_histogram_t *run);
+/** Copies class `qos`'s histograms (every queue's tasks that ran at that class). 0 or EINVAL. */
+int op_runtime_class_latency_histograms(op_qos_t qos, op_histogram_t *wait, op_histogram_t *run);
+
 /* ---- the trace: a timeline for Perfetto (issue 35) ----------------------------------------- */
 
 /** Starts recording a trace that op_trace_stop writes to `path` as Chrome Trace Event JSON (open

@@ -385,9 +385,11 @@ static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_
     op_tls_queue = queue;
     op_queue_count_started(queue);
     OP_OBSERVE_START(task, queue, run_qos, nice, task->priority, task->nice_delta);
+    int64_t body_start = op_latency_started(task, queue, run_qos);
     op_worker_body_begin(carry ? op_carry_token(carry) : &queue->token);
     task->fn(op_task_user_context(task));
     op_worker_body_end();
+    op_latency_ended(queue, run_qos, body_start);
     OP_OBSERVE_END(task);
     op_tls_task = NULL;
     op_tls_queue = NULL;

@@ -115,6 +115,7 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
     }
     atomic_init(&queue->label, made ? made->text : NULL);
     atomic_init(&queue->labels_retired, made);
+    atomic_init(&queue->latency, NULL);
     op_ready_queue_init(&queue->ready, 64);
     op_fifo_init(&queue->stash, 4);
     atomic_init(&queue->stashed, 0);
@@ -161,6 +162,7 @@ void op_queue_release(op_queue_t *queue) {
             free(l);
             l = next;
         }
+        op_latency_free(queue);
         free(queue);
     }
 }
@@ -704,6 +706,7 @@ static int op_queue_submit_claimed(op_queue_t *queue, op_task_t *task, bool allo
     if (before == OP_PENDING_HOLD || (state & OP_STATE_CANCELLED)) {
         /* Ready now (or cancelled before submission): into the bands (the caller dispatches),
          * or into the calling drainer's local run queue. */
+        op_latency_note_ready(task);
         uint32_t old = atomic_fetch_or_explicit(&task->state, OP_STATE_QUEUED,
                                                 memory_order_acq_rel);
         if (!(old & OP_STATE_QUEUED) && !(above && op_carry_ready_outside_width(queue, task)) &&
@@ -796,6 +799,7 @@ static int op_queue_submit_untracked(op_queue_t *queue, op_task_fn fn, void *con
         op_promotion_submitted(task, queue);
     }
     OP_OBSERVE_SUBMIT(task, queue, op_queue_label(queue), op_queue_unfinished(queue));
+    op_latency_note_ready(task);
     if (op_queue_push_local(queue, task, job)) return 0;
     op_queue_push_band(queue, task, OP_PRIORITY_NORMAL); /* generation 0: no tag */
     op_queue_dispatch_sub(queue, 1, 0);

@@ -59,6 +59,9 @@ struct op_queue {
      * op_queue_label returned stays valid until the queue is destroyed. */
     const char *_Atomic label;
     struct op_label *_Atomic labels_retired;
+    /* latency.c: the queue's latency histograms, made at its first task recorded while they are
+     * on (NULL before); freed with the queue. */
+    struct op_latency_pair *_Atomic latency;
     op_token token; /* what the pool hands out for this queue (class set at creation) */
     op_ready_queue_t ready;
     /* Tasks a worker popped just as the queue was suspended: they were at the head, so they run
@@ -260,6 +263,29 @@ typedef struct op_drain {
     uint64_t submitted, started, finished, cancelled;
 } op_drain;
 extern _Thread_local op_drain op_tls_drain;
+
+/* latency.c: the histograms' switch, and the three places they record. Each is one relaxed
+ * load and a branch while they are off. */
+extern _Atomic bool op_latency_on;
+static inline bool op_latency_recording(void) {
+    return OP_UNLIKELY(atomic_load_explicit(&op_latency_on, memory_order_relaxed));
+}
+void op_latency_note_ready_slow(op_task_t *task);
+int64_t op_latency_started_slow(op_task_t *task, op_queue_t *queue, int qos);
+void op_latency_ended_slow(op_queue_t *queue, int qos, int64_t started);
+void op_latency_free(op_queue_t *queue);
+/* A task became ready (its ready time, for its queue wait). */
+static inline void op_latency_note_ready(op_task_t *task) {
+    if (op_latency_recording()) op_latency_note_ready_slow(task);
+}
+/* Its body starts: records the queue wait; returns the start time (0 while off). */
+static inline int64_t op_latency_started(op_task_t *task, op_queue_t *queue, int qos) {
+    return op_latency_recording() ? op_latency_started_slow(task, queue, qos) : 0;
+}
+/* Its body returned: records the run time (nothing when `started` is 0). */
+static inline void op_latency_ended(op_queue_t *queue, int qos, int64_t started) {
+    if (OP_UNLIKELY(started != 0)) op_latency_ended_slow(queue, qos, started);
+}
 
 /* Counting (issue 35): a body of `queue` starts; a task of `queue` finished (cancelled or not).
  * Into the calling drainer's counts when it drains `queue`, else added to the queue at once.
