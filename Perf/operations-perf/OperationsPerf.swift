@@ -113,6 +113,9 @@ struct OperationsPerf: ParsableCommand {
     var json: String?
     @Option(help: "Write SVG charts into this directory (created if missing).")
     var svg: String?
+    @Option(help: ArgumentHelp(
+        "Trace each workload (the runtime's flight recorder) into this directory: <workload>.json for ui.perfetto.dev and <workload>.svg; W9 and W12 also record the latency histograms (queue-wait.svg); nice-share reads each body's nice from its trace. Timings include the recording's cost."))
+    var trace: String?
     @Option(help: "Seconds before the watchdog declares a run hung.")
     var watchdog = 120
 
@@ -136,6 +139,7 @@ struct OperationsPerf: ParsableCommand {
             return
         }
         let config = try configuration()
+        TraceCapture.directory = trace
         Watchdog.limitSeconds = watchdog
         Progress.start()
         print("operations-perf: \(Machine.current.description)")
@@ -146,6 +150,8 @@ struct OperationsPerf: ParsableCommand {
         report.wallSeconds = Progress.elapsedSeconds
         Table.print(report)
         if goals { Table.goalRows(report.goals) }
+        try TraceCapture.finish()
+        if let trace { print("\ntraces: \(trace)/<workload>.json (open in ui.perfetto.dev), pictures <workload>.svg") }
         if let json { try JSONReport.write(report, to: json) }
         if let svg {
             let files = try Charts.write(report, to: svg)

@@ -29,23 +29,35 @@ enum Suite {
 
         try verify(config, machine: machine)
 
+        // With --trace, each workload runs under the runtime's trace (TraceCapture).
         for workload in throughput {
-            report.throughput.append(try ThroughputRunner.measure(
-                workload, on: competitors, rounds: config.rounds, minimumSampleNs: config.minimumSampleNs))
+            report.throughput.append(try TraceCapture.around(workload.id) {
+                try ThroughputRunner.measure(workload, on: competitors, rounds: config.rounds, minimumSampleNs: config.minimumSampleNs)
+            }.0)
         }
         if config.selected.contains(W7Latency.id) {
-            report.latency = try W7Latency.run(on: competitors, sizes: config.sizes, rounds: config.latencyRounds)
+            report.latency = try TraceCapture.around(W7Latency.id) {
+                try W7Latency.run(on: competitors, sizes: config.sizes, rounds: config.latencyRounds)
+            }.0
         }
         if config.selected.contains(W8Memory.id) {
             report.memory = try W8Memory.run(on: competitors, operations: config.sizes.memoryOperations, rounds: config.rounds)
         }
         if config.selected.contains(W9Priority.id) {
-            report.priority = try W9Priority.run(
-                on: competitors, seconds: config.sizes.prioritySeconds, cpus: machine.cpuCount, rounds: config.priorityRounds)
+            report.priority = try TraceCapture.around(W9Priority.id) {
+                try TraceCapture.recordingQueueWaits(W9Priority.id) {
+                    try W9Priority.run(on: competitors, seconds: config.sizes.prioritySeconds, cpus: machine.cpuCount,
+                                       rounds: config.priorityRounds)
+                }
+            }.0
         }
         if config.selected.contains(W12Inversion.id) {
-            report.inversion = try W12Inversion.run(
-                on: competitors, seconds: config.sizes.prioritySeconds, cpus: machine.cpuCount, rounds: config.priorityRounds)
+            report.inversion = try TraceCapture.around(W12Inversion.id) {
+                try TraceCapture.recordingQueueWaits(W12Inversion.id) {
+                    try W12Inversion.run(on: competitors, seconds: config.sizes.prioritySeconds, cpus: machine.cpuCount,
+                                         rounds: config.priorityRounds)
+                }
+            }.0
         }
         if config.selected.contains(ScalingSweep.id) {
             report.sweep = try ScalingSweep.run(

@@ -88,6 +88,12 @@
  *   OPERATIONS_PLACED_POOL_IDLE_MS=<ms>  how long a placed pool's idle workers stay (10000): a
  *                            whole number, 1 … 9223372036854; another value keeps the default,
  *                            with one line on stderr (op_runtime_placed_pool_idle_ms tells).
+ *   OPERATIONS_TRACE=<file>  record a trace from the library's load and write it to <file> at the
+ *                            normal exit (op_trace_start: Chrome Trace Event JSON, for Perfetto).
+ *   OPERATIONS_TRACE_FLIGHT_MB=<n>  with OPERATIONS_TRACE: a flight recorder keeping about the
+ *                            latest <n> megabytes of events (0 … 1048576; 0: the whole trace).
+ *   OPERATIONS_HISTOGRAMS=on  the latency histograms record from the library's load
+ *                            (op_runtime_set_latency_histograms). Switch, default off.
  *   OPERATIONS_FORCE_SIDE_TABLE=on  the Swift layer only: every operation takes the state-word
  *                            form of a tagged pointer (to test it). Switch, default off.
  *   For tests only (fault injection, read once before the first thread starts; a value they do

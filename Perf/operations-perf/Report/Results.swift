@@ -105,6 +105,8 @@ struct ShareSide: Codable {
     var cpuSeconds: Double
     var share: Double
     var predictedShare: Double
+    /// The nice values its bodies ran at per the runtime's trace (--trace), else nil.
+    var tracedNice: [Int]? = nil
 }
 
 /// One of the goals, checked against this run.

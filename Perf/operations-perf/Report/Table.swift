@@ -46,12 +46,15 @@ enum Table {
         }
         if !report.niceShare.isEmpty {
             section("Nice share: CPU share of each side vs the kernel's prediction (weight 1.25^-nice)")
-            row(["pair", "nice", "share", "predicted", "error"], [44, 9, 15, 15, 8])
+            let traced = report.niceShare.contains { $0.sides.contains { $0.tracedNice != nil } }
+            let widths = [44, 9, 15, 15, 8] + (traced ? [16] : [])
+            row(["pair", "nice", "share", "predicted", "error"] + (traced ? ["nice (trace)"] : []), widths)
             for result in report.niceShare {
                 let a = result.sides[0], b = result.sides[1]
+                func niceList(_ side: ShareSide) -> String { side.tracedNice.map { $0.map(String.init).joined(separator: ",") } ?? "-" }
                 row([result.label, "\(a.nice)/\(b.nice)", percent(a.share) + "/" + percent(b.share),
-                     percent(a.predictedShare) + "/" + percent(b.predictedShare), percent(result.relativeError)],
-                    [44, 9, 15, 15, 8])
+                     percent(a.predictedShare) + "/" + percent(b.predictedShare), percent(result.relativeError)]
+                    + (traced ? [niceList(a) + "/" + niceList(b)] : []), widths)
             }
         }
     }
@@ -120,7 +123,7 @@ enum Table {
             .joined(separator: ", ")
     }
 
-    private static func section(_ title: String) {
+    static func section(_ title: String) {
         Swift.print("")
         Swift.print(title)
     }

@@ -39,7 +39,7 @@ enum NiceShare {
 
     static func run(seconds: Double, cpus: Int, sameCPU: Bool = false) throws -> [NiceShareResult] {
         let placedOn = sameCPU ? OperationsRuntime.usableCPUs.last : nil
-        return try pairs.map { pair in
+        return try pairs.enumerated().map { index, pair in
             let label = "\(pair.0.label) vs \(pair.1.label)" + (placedOn.map { " (CPU \($0))" } ?? "")
             Progress.show("\(id): \(label)")
             return try Watchdog.guarding("\(id) \(label)") {
@@ -51,8 +51,17 @@ enum NiceShare {
                     _ = table.withUnsafeBufferPointer { op_runtime_set_nice_table($0.baseAddress) }
                 }
                 defer { _ = saved.withUnsafeBufferPointer { op_runtime_set_nice_table($0.baseAddress) } }
-                return share([pair.0, pair.1], seconds: seconds, cpus: placedOn == nil ? cpus : 1, label: label,
-                             placedOn: placedOn)
+                // With --trace, the pair's trace says which nice value each body ran at.
+                var (result, tracePath) = try TraceCapture.around("\(id)-\(index + 1)") {
+                    share([pair.0, pair.1], seconds: seconds, cpus: placedOn == nil ? cpus : 1, label: label,
+                          placedOn: placedOn)
+                }
+                if let tracePath, let trace = TraceFile(path: tracePath) {
+                    for side in result.sides.indices {
+                        result.sides[side].tracedNice = trace.niceValues(ofQueue: "nice-share \(result.sides[side].label)").sorted()
+                    }
+                }
+                return result
             }
         }
     }
@@ -65,6 +74,7 @@ enum NiceShare {
         defer { tallies.deallocate() }
         let queues = sides.enumerated().map { index, side in
             let queue = Operations.OperationQueue()
+            queue.name = "nice-share \(side.label)"
             queue.qualityOfService = side.qos.value()
             if let placedOn {
                 do { try queue.setCPUs([placedOn]) } catch { fatalError("nice-share --same-cpu: \(error)") }
