@@ -74,6 +74,12 @@ extension OperationsRuntime {
         public var state: WorkerState
         /// The serial number of the task it runs, or ran last.
         public var taskSerial: UInt64
+        /// The task it runs now (its core task's address, as the trace's `task` argument names
+        /// it); `nil` between operations.
+        public var taskID: UInt64?
+        /// How long the body it runs has run, while ``OperationsRuntime/latencyHistogramsEnabled``
+        /// (they time each start); `nil` otherwise or between operations.
+        public var runningFor: Duration?
         /// Tasks it ran or retired.
         public var tasks: UInt64
         /// Tasks it took from other workers' local run queues.
@@ -110,7 +116,8 @@ extension OperationsRuntime {
                 isSpare: worker.spare, cpu: worker.cpu >= 0 ? Int(worker.cpu) : nil,
                 threadID: worker.tid, niceValue: worker.class_nice,
                 state: [.idle, .running, .waiting, .blocked][Int(worker.state.rawValue)],
-                taskSerial: worker.serial, tasks: worker.tasks, steals: worker.steals, parks: worker.parks,
+                taskSerial: worker.serial, taskID: worker.task_id != 0 ? worker.task_id : nil,
+                runningFor: worker.running_ns >= 0 ? .nanoseconds(worker.running_ns) : nil, tasks: worker.tasks, steals: worker.steals, parks: worker.parks,
                 wakeups: worker.wakeups, carries: worker.carries, rescues: worker.rescues,
                 promotions: worker.promotions)
         }

@@ -73,8 +73,9 @@ extension OperationsRuntime {
         return LatencyHistograms(queueWait: LatencyHistogram(wait), runTime: LatencyHistogram(run))
     }
 
-    /// Queue waits that could not be measured: more operations were ready at once than the
-    /// runtime's table of ready times holds (16 384), and another's time replaced theirs.
+    /// Queue waits that could not be measured: the runtime keeps ready times in a table of
+    /// 16 384 slots by address, and another operation ready at the same time took the slot
+    /// (about N in 16 384 waits with N operations ready at once).
     public static var unmeasuredQueueWaits: UInt64 { op_runtime_unmeasured_waits() }
 }
 

@@ -10,12 +10,12 @@ import Testing
 
 @Suite struct TraceTests {
     /// Runs the trace probe with `environment` and returns its trace, parsed.
-    private func traceOfProbe(count: Int, _ environment: [String: String]) async throws -> [String: Any] {
+    private func traceOfProbe(count: Int, forward: Bool = false, _ environment: [String: String]) async throws -> [String: Any] {
         let directory = try makeScratchDirectory("trace")
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("trace.json").path
         let probe = try await ProbeBuilder.shared.binary("trace_at_exit_probe").get()
-        let run = await runChild(probe, [String(count)],
+        let run = await runChild(probe, [String(count)] + (forward ? ["forward"] : []),
                                  environment: childEnvironment(environment.merging(["OPERATIONS_TRACE": path]) { $1 }),
                                  backtraceOnTimeout: true)
         try #require(run.succeeded, "\(run)")
@@ -47,6 +47,18 @@ import Testing
         #expect(other?["mode"] as? String == "whole trace" && other?["dropped"] as? Int == 0, "\(other ?? [:])")
     }
 
+    /// A chain long enough that the writer's maps grow many times while it follows the edges,
+    /// submitted first to last, so that the writer often meets a dependent first at its edge:
+    /// every edge still has its flow, start and end (the writer once kept a pointer into its map
+    /// across a growth there: flows were lost).
+    @Test func aLongChainKeepsAFlowPerEdge() async throws {
+        let trace = try await traceOfProbe(count: 3000, forward: true, [:])
+        let events = trace["traceEvents"] as? [[String: Any]] ?? []
+        let starts = Set(events.filter { $0["ph"] as? String == "s" && $0["name"] as? String == "dependency" }.compactMap { $0["id"] as? Int })
+        let ends = Set(events.filter { $0["ph"] as? String == "f" && $0["name"] as? String == "dependency" }.compactMap { $0["id"] as? Int })
+        #expect(starts.count == 2999 && ends == starts, "\(starts.count) flows started, \(ends.count) ended, of 2999 edges")
+    }
+
     /// The flight recorder keeps about the last megabyte: far fewer slices than tasks, and the
     /// trace still parses (rings cut events off at any point).
     @Test func theFlightRecorderKeepsTheLatestEvents() async throws {
@@ -58,11 +70,11 @@ import Testing
         #expect((trace["otherData"] as? [String: Any])?["mode"] as? String == "flight recorder")
     }
 
-    /// Bad values of the trace's API are refused with a specific error; a second start while one
-    /// records is refused.
+    /// Bad values of the trace's API are refused with a specific error. (A stop without a trace
+    /// and a second start are checked by OperationsTests' TraceTests, which own the process's
+    /// trace: a stop from here could end theirs.)
     @Test func theTraceAPIRefusesBadCalls() {
         #expect(op_trace_start(nil, 0) == EINVAL)
         #expect(op_trace_start("", 0) == EINVAL)
-        #expect(op_trace_stop() == EALREADY || op_trace_is_recording())
     }
 }

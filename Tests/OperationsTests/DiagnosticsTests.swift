@@ -69,13 +69,40 @@ import Testing
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
         queue.qualityOfService = .utility
+        let unmeasuredBefore = OperationsRuntime.unmeasuredQueueWaits
         for _ in 0..<5 { queue.addOperation { usleep(20_000) } }
         guard waitUntilAllOperationsAreFinished(queue) else { return }
         let histograms = queue.latencyHistograms
-        #expect(histograms.runTime.count == 5 && histograms.queueWait.count == 5, "\(histograms.runTime.count), \(histograms.queueWait.count)")
+        // A wait goes unmeasured only when another test's ready operation shared its slot.
+        let unmeasured = OperationsRuntime.unmeasuredQueueWaits - unmeasuredBefore
+        #expect(histograms.runTime.count == 5, "\(histograms.runTime.count)")
+        #expect(histograms.queueWait.count <= 5 && histograms.queueWait.count + unmeasured >= 5, "\(histograms.queueWait.count)")
         #expect(histograms.runTime.percentile(50) >= 20_000_000, "\(histograms.runTime.percentile(50)) ns")
-        #expect(histograms.queueWait.maxNanoseconds >= 75_000_000, "\(histograms.queueWait.maxNanoseconds) ns")
+        #expect(histograms.queueWait.maxNanoseconds >= 55_000_000, "\(histograms.queueWait.maxNanoseconds) ns")
         #expect(LatencyHistogram.bucketRange(8) == 8...9)
         #expect(OperationsRuntime.latencyHistograms(for: .utility).runTime.count >= 5)
+    }
+
+    /// With the latency histograms on, the worker counters and the JSON report say which task a
+    /// worker runs and for how long.
+    @Test func aWorkerRunningABodySaysWhichAndForHowLong() {
+        OperationsRuntime.latencyHistogramsEnabled = true
+        let queue = OperationQueue()
+        queue.qualityOfService = .userInitiated
+        let started = Latch(), release = Latch()
+        queue.addOperation {
+            started.open()
+            release.wait(seconds: Limits.waitSeconds)
+        }
+        guard started.wait(seconds: Limits.waitSeconds) else {
+            Issue.record("the operation did not start")
+            return
+        }
+        usleep(30_000)
+        let running = OperationsRuntime.workerCounters.filter { $0.state == .running && $0.qualityOfService == .userInitiated }
+        release.open()
+        #expect(running.contains { $0.taskID != nil && ($0.runningFor ?? .zero) >= .milliseconds(25) },
+                "\(running.map { ($0.taskID ?? 0, $0.runningFor as Any) })")
+        _ = waitUntilAllOperationsAreFinished(queue)
     }
 }

@@ -1,15 +1,18 @@
 /*
  * trace_at_exit_probe.c — a child process for TraceTests: run with OPERATIONS_TRACE=<file> (and
  * maybe OPERATIONS_TRACE_FLIGHT_MB), it runs a chain of N tasks (argv[1], default 10) on a queue
- * labelled "traced chain", each depending on the one before, waits for them and returns from
+ * labelled "traced chain", each of the first 5 000 depending on the one before (submitted last
+ * to first, or first to last with argv[2] "forward"), waits for them and returns from
  * main: the trace is written at the normal exit, with no call of the program's. Exits 0 when
  * every task ran; prints ran=<count>.
  */
 #include <operations_core.h>
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static atomic_int ran;
 
@@ -27,9 +30,12 @@ int main(int argc, char **argv) {
     for (int i = 0; i < count; i++) {
         tasks[i] = op_task_create(body, NULL, NULL);
         if (!tasks[i]) return 2;
-        if (i > 0 && i < 1000) op_task_add_dependency(tasks[i], tasks[i - 1]);
+        if (i > 0 && i < 5000) op_task_add_dependency(tasks[i], tasks[i - 1]);
     }
-    for (int i = count - 1; i >= 0; i--) op_queue_submit(queue, tasks[i]);
+    /* argv[2] "forward": first to last, so a task often finishes before its dependent is
+     * submitted (the trace then meets the dependent first at the edge); else last to first. */
+    bool forward = argc > 2 && strcmp(argv[2], "forward") == 0;
+    for (int n = 0; n < count; n++) op_queue_submit(queue, tasks[forward ? n : count - 1 - n]);
     if (op_queue_wait(queue, 60LL * 1000000000LL) != 0) return 1;
     for (int i = 0; i < count; i++) op_task_release(tasks[i]);
     op_queue_release(queue);

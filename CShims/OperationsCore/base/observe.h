@@ -18,9 +18,13 @@
  *
  * The points (probe arguments first; the trace's extra ones after a bar):
  *   submit(task, queue | label, unfinished)  a task reached its queue (op_queue_submit*)
- *   start(task, queue, qos, nice, priority, nice_delta)  its body begins on this thread
+ *   start(task, queue, qos, nice, priority | label, nice_delta)  its body begins on this thread
+ *                                            (the label again: a flight recorder may have lost
+ *                                            the submit that carried it)
  *   end(task)                                its body returned
- *   finish(task, queue, cancelled | unfinished)  it finished (ran, cancelled or completed)
+ *   finish(task, queue, cancelled)           it finished (ran, cancelled or completed); `queue`
+ *                                            is an id only here: the finishing thread may hold
+ *                                            nothing that keeps it alive
  *   release(dependency, dependent)           a finish released a dependent (OP_OBSERVE_EDGE)
  *   cancel(task)                             op_task_cancel's first call on a task
  *   promote(task, queue, qos)                a task or queue raised to class qos
@@ -96,12 +100,12 @@ void op_trace_record(int kind, const void *a, const void *b, int32_t value, int8
                             (label));                                                              \
     } while (0)
 
-#define OP_OBSERVE_START(task, queue, qos, nice, priority, delta)                                  \
+#define OP_OBSERVE_START(task, queue, label, qos, nice, priority, delta)                           \
     do {                                                                                           \
         OP_PROBE5(start, (task), (queue), (qos), (nice), (priority));                              \
         if (op_tracing())                                                                          \
             op_trace_record(OP_EV_START, (task), (queue), 0, (int8_t)(qos), (int8_t)(nice),       \
-                            (int8_t)(priority), (int8_t)(delta), NULL);                            \
+                            (int8_t)(priority), (int8_t)(delta), (label));                         \
     } while (0)
 
 #define OP_OBSERVE_END(task)                                                                       \

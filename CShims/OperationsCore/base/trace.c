@@ -36,7 +36,9 @@
  *     acquire). Buffers are never unmapped (a thread may still be writing to its buffer of the
  *     previous trace when a new one starts); a new trace returns the old buffers' pages to the
  *     kernel (MADV_DONTNEED: the mapping stays valid, its pages read back as zeros).
- *   - Starting, stopping and writing hold op_trace_lock (never on a recording path).
+ *   - Starting, stopping and writing hold op_trace_lock (never on a recording path); fork()
+ *     holds it across (pthread_atfork, registered at the first start), and the child records
+ *     nothing and never writes the parent's file.
  */
 #include "observe.h"
 
@@ -74,13 +76,29 @@ typedef struct op_trace_buffer {
 } op_trace_buffer;
 
 _Atomic bool op_trace_recording = false;
-static _Atomic uint32_t op_trace_serial = 0;  /* bumped by each start; relaxed: see above */
+static _Atomic uint32_t op_trace_serial = 0;  /* bumped by each start (release; see there) */
 static _Atomic uint64_t op_trace_ring_events = 0; /* 0: whole trace; else a ring's capacity */
 static op_trace_buffer *_Atomic op_trace_buffers = NULL;
 static _Thread_local op_trace_buffer *op_tls_trace_buffer;
 static pthread_mutex_t op_trace_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *op_trace_path; /* under op_trace_lock */
 static _Atomic bool op_trace_drop_reported = false;
+/* Set in a fork's child: it records nothing and never writes the parent's file (at exit either). */
+static bool op_trace_forked_child = false;
+static pthread_once_t op_trace_fork_once = PTHREAD_ONCE_INIT;
+
+/* fork(): the lock is held across it (no child inherits it held by a thread it does not
+ * have); the child stops recording and will not write: the file is the parent's. */
+static void op_trace_fork_prepare(void) { pthread_mutex_lock(&op_trace_lock); }
+static void op_trace_fork_parent(void) { pthread_mutex_unlock(&op_trace_lock); }
+static void op_trace_fork_child(void) {
+    atomic_store_explicit(&op_trace_recording, false, memory_order_relaxed);
+    op_trace_forked_child = true;
+    pthread_mutex_unlock(&op_trace_lock);
+}
+static void op_trace_register_fork(void) {
+    pthread_atfork(op_trace_fork_prepare, op_trace_fork_parent, op_trace_fork_child);
+}
 
 static op_trace_buffer *op_trace_buffer_new(uint32_t trace) {
     uint64_t ring = atomic_load_explicit(&op_trace_ring_events, memory_order_relaxed);
@@ -118,7 +136,8 @@ static op_trace_buffer *op_trace_buffer_new(uint32_t trace) {
 
 void op_trace_record(int kind, const void *a, const void *b, int32_t value, int8_t qos,
                      int8_t nice, int8_t priority, int8_t delta, const char *text) {
-    uint32_t trace = atomic_load_explicit(&op_trace_serial, memory_order_relaxed);
+    /* acquire: the new trace's mode (op_trace_ring_events), stored before its serial. */
+    uint32_t trace = atomic_load_explicit(&op_trace_serial, memory_order_acquire);
     op_trace_buffer *buffer = op_tls_trace_buffer;
     if (OP_UNLIKELY(!buffer || buffer->trace != trace)) {
         buffer = op_trace_buffer_new(trace);
@@ -130,6 +149,9 @@ void op_trace_record(int kind, const void *a, const void *b, int32_t value, int8
         op_count_own(&buffer->dropped, 1);
         return;
     }
+    /* A ring overwrites its oldest slot: the previous release of `head` must be seen before
+     * these stores (the writer's second look at `head` relies on it). Free on x86. */
+    if (buffer->ring) atomic_thread_fence(memory_order_release);
     op_trace_event *event = &buffer->events[head % buffer->capacity];
     event->ts = op_now_ns();
     event->a = (uint64_t)(uintptr_t)a;
@@ -141,8 +163,13 @@ void op_trace_record(int kind, const void *a, const void *b, int32_t value, int8
     event->delta = delta;
     event->value = value;
     if (text) {
-        strncpy(event->text, text, OP_TRACE_TEXT - 1);
-        event->text[OP_TRACE_TEXT - 1] = '\0';
+        /* Truncated at a UTF-8 character's start, never inside one: the file must stay valid. */
+        size_t length = strnlen(text, OP_TRACE_TEXT - 1);
+        if (length == OP_TRACE_TEXT - 1 && text[length] != '\0') {
+            while (length > 0 && ((unsigned char)text[length] & 0xC0) == 0x80) length--;
+        }
+        memcpy(event->text, text, length);
+        event->text[length] = '\0';
     } else {
         event->text[0] = '\0';
     }
@@ -209,6 +236,7 @@ static bool op_trace_collect(op_trace_copies *copies, uint32_t trace) {
         if (buffer->ring) {
             /* The writer was at `again` at most: slots of events below again - capacity + 1 may
              * have been overwritten while we copied. Keep the rest. */
+            atomic_thread_fence(memory_order_acquire); /* the copies above before this look */
             uint64_t again = atomic_load_explicit(&buffer->head, memory_order_acquire);
             uint64_t valid = again >= buffer->capacity ? again - buffer->capacity + 1 : 0;
             if (valid > first) {
@@ -229,8 +257,9 @@ static int op_trace_compare(const void *left, const void *right) {
     return l->order < r->order ? -1 : (l->order > r->order ? 1 : 0);
 }
 
-/* Open-addressing map from an id (a task's or queue's address) to its state in the writer. A
- * task's address is reused once it is freed: its state is reset at each submit. */
+/* Open-addressing map from an id (a task's or queue's address) to its state in the writer (a
+ * queue uses `name` for its label and `depth`). A task's address is reused once it is freed:
+ * its state is reset at each submit. */
 typedef struct op_trace_task_state {
     uint64_t id;
     char name[OP_TRACE_TEXT]; /* from the latest name event, else "" */
@@ -240,6 +269,7 @@ typedef struct op_trace_task_state {
     int64_t last_end;         /* its body's last end (ts) and thread: a dependency flow starts there */
     int last_tid;
     bool ended;
+    int64_t depth;            /* a queue's: its unfinished tasks as of the writer's last event */
 } op_trace_task_state;
 
 typedef struct op_trace_map {
@@ -248,27 +278,33 @@ typedef struct op_trace_map {
     size_t used;
 } op_trace_map;
 
+static size_t op_trace_map_slot(const op_trace_task_state *slots, size_t capacity, uint64_t id) {
+    size_t i = (size_t)((id * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & (capacity - 1);
+    while (slots[i].id && slots[i].id != id) i = (i + 1) & (capacity - 1);
+    return i;
+}
+
+/* The state of `id`, made when new. The map grows only when an id is inserted, so a pointer
+ * returned before stays valid across lookups of ids already in it (not across an insert). */
 static op_trace_task_state *op_trace_map_get(op_trace_map *map, uint64_t id) {
+    if (map->capacity) {
+        size_t i = op_trace_map_slot(map->slots, map->capacity, id);
+        if (map->slots[i].id == id) return &map->slots[i];
+    }
     if ((map->used + 1) * 2 > map->capacity) {
         size_t capacity = map->capacity ? map->capacity * 2 : 1024;
         op_trace_task_state *slots = calloc(capacity, sizeof *slots);
         if (!slots) return NULL;
         for (size_t i = 0; i < map->capacity; i++) {
-            if (!map->slots[i].id) continue;
-            size_t j = (size_t)((map->slots[i].id * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & (capacity - 1);
-            while (slots[j].id) j = (j + 1) & (capacity - 1);
-            slots[j] = map->slots[i];
+            if (map->slots[i].id) slots[op_trace_map_slot(slots, capacity, map->slots[i].id)] = map->slots[i];
         }
         free(map->slots);
         map->slots = slots;
         map->capacity = capacity;
     }
-    size_t i = (size_t)((id * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & (map->capacity - 1);
-    while (map->slots[i].id && map->slots[i].id != id) i = (i + 1) & (map->capacity - 1);
-    if (!map->slots[i].id) {
-        map->slots[i].id = id;
-        map->used++;
-    }
+    size_t i = op_trace_map_slot(map->slots, map->capacity, id);
+    map->slots[i].id = id;
+    map->used++;
     return &map->slots[i];
 }
 
@@ -345,10 +381,12 @@ static void op_trace_emit(op_trace_writer *w, const op_trace_copy *copy) {
             memcpy(queue->name, e->text, sizeof queue->name);
             queue->named = true;
         }
+        if (queue) queue->depth = e->value + 1; /* the queue's unfinished tasks, this one included */
         if (!task->named) task->name[0] = '\0';
         task->named = false; /* used at this submit; the next submit of the address needs its own */
-        task->edge_flows = 0;
         task->ended = false;
+        /* (Its pending dependency flows stay: a dependency may finish before its dependent is
+         * submitted. They are dropped at its finish.) */
         /* A short slice on the submitting thread carries the flow's start. */
         op_trace_begin_event(w);
         fprintf(w->file, "{\"ph\":\"X\",\"cat\":\"submit\",\"name\":\"submit\",\"ts\":%.3f,"
@@ -361,10 +399,20 @@ static void op_trace_emit(op_trace_writer *w, const op_trace_copy *copy) {
         char counter[64];
         snprintf(counter, sizeof counter, "unfinished: %s", op_trace_queue_label(w, e->b));
         op_trace_json_text(w->file, counter);
-        fprintf(w->file, ",\"ts\":%.3f,\"pid\":%d,\"args\":{\"tasks\":%d}}", ts, w->pid, e->value);
+        fprintf(w->file, ",\"ts\":%.3f,\"pid\":%d,\"args\":{\"tasks\":%lld}}", ts, w->pid,
+                queue ? (long long)queue->depth : (long long)e->value);
         break;
     }
     case OP_EV_START: {
+        if (e->text[0]) { /* the queue's label, also here: a flight recorder may have lost the submit */
+            op_trace_task_state *queue = op_trace_map_get(&w->queues, e->b);
+            task = op_trace_map_get(&w->tasks, e->a); /* the insert may have moved the map */
+            if (queue && !queue->named) {
+                memcpy(queue->name, e->text, sizeof queue->name);
+                queue->named = true;
+            }
+            if (!task) break;
+        }
         op_trace_begin_event(w);
         fputs("{\"ph\":\"B\",\"cat\":\"operation\",\"name\":", w->file);
         op_trace_json_text(w->file, task->name[0] ? task->name : "task");
@@ -391,24 +439,34 @@ static void op_trace_emit(op_trace_writer *w, const op_trace_copy *copy) {
         task->ended = true;
         break;
     case OP_EV_FINISH:
+        task->edge_flows = 0; /* a cancelled task never starts: its flows end nowhere */
         if (e->qos) {
             op_trace_instant(w, copy, "cancelled");
             fprintf(w->file, "\"task\":\"0x%" PRIx64 "\"}}", e->a);
         }
-        op_trace_begin_event(w);
         {
+            /* The queue's unfinished count, kept here from its submits' (the finish may not touch
+             * the queue: observe.h): one less, until the next submit says it exactly. */
+            op_trace_task_state *queue = e->b ? op_trace_map_get(&w->queues, e->b) : NULL;
+            if (!queue || queue->depth <= 0) break;
+            queue->depth--;
+            op_trace_begin_event(w);
             fputs("{\"ph\":\"C\",\"name\":", w->file);
             char counter[64];
-            snprintf(counter, sizeof counter, "unfinished: %s", op_trace_queue_label(w, e->b));
+            snprintf(counter, sizeof counter, "unfinished: %s", queue->named ? queue->name : "");
             op_trace_json_text(w->file, counter);
-            fprintf(w->file, ",\"ts\":%.3f,\"pid\":%d,\"args\":{\"tasks\":%d}}", ts, w->pid,
-                    e->value > 0 ? e->value - 1 : 0);
+            fprintf(w->file, ",\"ts\":%.3f,\"pid\":%d,\"args\":{\"tasks\":%lld}}", ts, w->pid,
+                    (long long)queue->depth);
         }
         break;
     case OP_EV_EDGE: {
+        /* `task` was looked up above; the dependent may be new, and its insert may move the
+         * map: take the dependency's fields first. */
+        bool ended = task->ended;
+        int64_t last_end = task->last_end;
+        int last_tid = task->last_tid;
         op_trace_task_state *dependent = op_trace_map_get(&w->tasks, e->b);
-        task = op_trace_map_get(&w->tasks, e->a); /* the map may have grown */
-        if (!dependent || !task) break;
+        if (!dependent) break;
         if (w->flow_count == w->flow_capacity) {
             size_t capacity = w->flow_capacity ? w->flow_capacity * 2 : 1024;
             op_trace_flow *flows = realloc(w->flows, capacity * sizeof *flows);
@@ -420,9 +478,9 @@ static void op_trace_emit(op_trace_writer *w, const op_trace_copy *copy) {
         w->flows[w->flow_count] = (op_trace_flow){.id = id, .next = dependent->edge_flows};
         dependent->edge_flows = (uint32_t)++w->flow_count;
         /* From the end of the dependency's body (inside its slice), else from here. */
-        bool in_body = task->ended && task->last_end <= e->ts;
-        op_trace_flow_point(w, "s", "dependency", id, in_body ? task->last_end - 1 : e->ts,
-                            in_body ? task->last_tid : copy->tid);
+        bool in_body = ended && last_end <= e->ts;
+        op_trace_flow_point(w, "s", "dependency", id, in_body ? last_end - 1 : e->ts,
+                            in_body ? last_tid : copy->tid);
         break;
     }
     case OP_EV_CANCEL:
@@ -507,6 +565,7 @@ static int op_trace_write_locked(const char *path) {
 
 int op_trace_start(const char *path, size_t flight_bytes) {
     if (!path || !*path) return EINVAL;
+    pthread_once(&op_trace_fork_once, op_trace_register_fork);
     pthread_mutex_lock(&op_trace_lock);
     if (atomic_load_explicit(&op_trace_recording, memory_order_relaxed)) {
         pthread_mutex_unlock(&op_trace_lock);
@@ -519,6 +578,7 @@ int op_trace_start(const char *path, size_t flight_bytes) {
     }
     free(op_trace_path);
     op_trace_path = copy;
+    op_trace_forked_child = false; /* a child's own trace, to its own path */
     /* The previous trace's buffers give their pages back (their mappings stay: a thread may
      * still be finishing an event in one). */
     for (op_trace_buffer *buffer = atomic_load_explicit(&op_trace_buffers, memory_order_acquire);
@@ -532,7 +592,8 @@ int op_trace_start(const char *path, size_t flight_bytes) {
         if (ring < OP_TRACE_RING_MIN) ring = OP_TRACE_RING_MIN;
     }
     atomic_store_explicit(&op_trace_ring_events, ring, memory_order_relaxed);
-    atomic_fetch_add_explicit(&op_trace_serial, 1, memory_order_relaxed);
+    /* release: the mode above before a recorder that sees the new serial makes its buffer. */
+    atomic_fetch_add_explicit(&op_trace_serial, 1, memory_order_release);
     atomic_store_explicit(&op_trace_recording, true, memory_order_relaxed);
     pthread_mutex_unlock(&op_trace_lock);
     return 0;
@@ -558,9 +619,12 @@ int op_trace_write(const char *path) {
     return rc;
 }
 
-/* OPERATIONS_TRACE=<file>: records from the library's load and writes at the normal exit. */
+/* OPERATIONS_TRACE=<file>: records from the library's load and writes at the normal exit (not
+ * a fork's child's: the file is the parent's). */
 static void op_trace_at_exit(void) {
-    if (atomic_load_explicit(&op_trace_recording, memory_order_relaxed)) (void)op_trace_stop();
+    if (!op_trace_forked_child && atomic_load_explicit(&op_trace_recording, memory_order_relaxed)) {
+        (void)op_trace_stop();
+    }
 }
 
 __attribute__((constructor)) static void op_trace_from_environment(void) {

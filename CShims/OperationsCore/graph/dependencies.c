@@ -276,12 +276,11 @@ static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
     op_drain *drain = &op_tls_drain;
     bool hand_off = drain->hand_off_allowed;
     drain->hand_off_allowed = false;
-    /* Its queue's counters (the task's unit keeps the queue alive until after this finish).
-     * relaxed: `queue` was set by the submit that the finish's claim ordered after. */
-    op_queue_t *queue = atomic_load_explicit(&task->queue, memory_order_relaxed);
-    if (queue) op_queue_count_finished(queue, (old & OP_STATE_CANCELLED) != 0);
-    OP_OBSERVE_FINISH(task, queue, (old & OP_STATE_CANCELLED) != 0,
-                      queue ? (int32_t)op_queue_unfinished(queue) : 0);
+    /* The queue is only named (an id), never touched: a completion on another thread holds
+     * none of its units, and a drainer may retire the task and free the queue meanwhile. Its
+     * counters count the finish where the task's unit is given back (op_queue_count_finished). */
+    OP_OBSERVE_FINISH(task, atomic_load_explicit(&task->queue, memory_order_relaxed),
+                      (old & OP_STATE_CANCELLED) != 0, 0);
     if (OP_UNLIKELY(old & (OP_STATE_PROMO_COUNTED | OP_STATE_PROMOTING))) {
         op_promotion_settle_finished(task); /* its queue's raise ends with it */
     }
@@ -395,6 +394,7 @@ int op_task_complete(op_task_t *task) {
      * slot to the task when its body returned first. */
     if (old & OP_STATE_BODY_DONE) {
         /* We give back the task's unit: its context is ours to release (context_release.c). */
+        op_queue_count_finished(queue, task);
         op_release_task(queue, task);
         op_task_release(task); /* the queue's reference */
         if (old & OP_STATE_OUTSIDE_WIDTH) {

@@ -702,6 +702,10 @@ typedef struct op_worker_counters {
     int class_nice;   /**< the nice value it runs at between tasks */
     op_worker_state_t state;
     uint64_t serial;  /**< the serial of the task it runs or ran last (its tasks so far) */
+    uint64_t task_id; /**< the task it runs now (its address, as the trace's "task" names it); 0
+                           between tasks */
+    int64_t running_ns; /**< how long that body has run, while the latency histograms are on (they
+                             time each start); -1 otherwise or between tasks */
     uint64_t tasks;   /**< tasks it has run or retired (a cancelled one) */
     uint64_t steals;  /**< tasks it took from another worker's local run queue */
     uint64_t parks;   /**< times it slept for want of work */
@@ -728,11 +732,13 @@ typedef struct op_runtime_counters {
 /** Fills `out` (EINVAL when NULL, else 0). */
 int op_runtime_counters(op_runtime_counters_t *out);
 
-/** A queue's counters since it was made. `submitted`: tasks and jobs submitted; `started`: bodies
- *  begun (a deferred task's every run); `finished`: tasks that ended (run, cancelled, or completed
- *  by hand); `cancelled`: tasks cancelled after their submit (whether or not they had started).
- *  Kept by the threads that drain the queue in their own registers and added when they leave it,
- *  so a running queue's snapshot lags by at most a drainer's batch. */
+/** A queue's counters since it was made. `started`: bodies begun (a deferred task's every run);
+ *  `finished`: tasks that ended (ran, were cancelled, or were completed by hand), counted as the
+ *  queue settles them; `cancelled`: those of them that ended cancelled (whether or not their body
+ *  had started); `submitted`: `finished` plus the unfinished tasks (op_queue_unfinished), so a
+ *  submit costs nothing more. Kept by the threads that drain the queue in their own registers
+ *  and added when they leave it, so a running queue's snapshot lags by a drainer's batch (and
+ *  `submitted` may count a drainer's credit of up to 16 units); an idle queue's is exact. */
 typedef struct op_queue_counters {
     uint64_t submitted, started, finished, cancelled;
 } op_queue_counters_t;
@@ -741,8 +747,10 @@ int op_queue_counters(const op_queue_t *queue, op_queue_counters_t *out);
 
 /** op_runtime_describe as one JSON object (RFC 8259), for tools: {"monitor": {...}, "pools":
  *  [{"class", "nice", "placed", "tokens_waiting", "blocked", "spares", "spares_started",
- *  "workers": [{"thread", "tid", "cpu", "spare", "state", "nice", "task_serial", "tasks",
- *  "steals", "parks", "wakeups", "carries", "rescues", "promotions"}]}], "counters": {...}}.
+ *  "workers": [{"thread", "tid", "cpu", "spare", "state", "nice", "task" (its running task's
+ *  address or null), "running_us" (how long it has run, with the latency histograms on, else
+ *  null), "task_serial", "tasks", "steals", "parks", "wakeups", "carries", "rescues",
+ *  "promotions"}]}], "counters": {...}}.
  *  Returns the length it needed (as snprintf); `buffer` holds a NUL-terminated prefix. */
 size_t op_runtime_describe_json(char *buffer, size_t size);
 /** op_queue_describe as one JSON object: {"label", "qos", "width", "running", "unfinished",
@@ -774,9 +782,10 @@ uint64_t op_histogram_percentile(const op_histogram_t *histogram, double percent
  *  unfinished dependency, or its last dependency finished, to its body's start) and each body its
  *  run time (start to return), into its queue's histograms and its class's (the class it ran
  *  at). Off, they cost one load and a branch per task. A queue's histograms are allocated at its
- *  first task recorded; a ready time is kept in a fixed table of OP_READY_STAMPS slots by task
- *  address, so with more tasks ready at once some waits go unmeasured (counted in
- *  op_runtime_unmeasured_waits). */
+ *  first task recorded. A task's ready time is kept in a fixed table of 16 384 slots chosen by
+ *  its address: when two tasks ready at once share a slot, the earlier one's wait goes
+ *  unmeasured (counted in op_runtime_unmeasured_waits): about N in 16 384 waits with N tasks
+ *  ready at once (2 % at 300). */
 void op_runtime_set_latency_histograms(bool on);
 /** Whether the latency histograms record now. */
 bool op_runtime_latency_histograms(void);

@@ -52,6 +52,10 @@ static void op_pool_look_at(op_pool *pool, op_worker *worker) {
     uint64_t run = atomic_load_explicit(&worker->run, memory_order_relaxed);
     uint64_t seen = worker->monitor_seen;
     worker->monitor_seen = run;
+    /* Whether the last look found it asleep in this very task; any look that does not ask
+     * again (below) ends the streak. */
+    uint64_t asleep_before = worker->monitor_asleep;
+    worker->monitor_asleep = 0;
     if ((run & (OP_RUN_IN_TASK | OP_RUN_LENT | OP_RUN_VISIBLE_WAIT | OP_RUN_LENDING |
                 OP_RUN_WAIT_SETTLED | OP_RUN_WAIT_LENT | OP_RUN_RELENT)) ==
             (OP_RUN_IN_TASK | OP_RUN_VISIBLE_WAIT | OP_RUN_WAIT_SETTLED) &&
@@ -100,7 +104,6 @@ static void op_pool_look_at(op_pool *pool, op_worker *worker) {
      * and only have waited a moment (a page fault, a contended allocator lock, a sanitizer's
      * own lock); lending its slot then would run one body too many beside it. */
     int tid = atomic_load_explicit(&worker->tid, memory_order_relaxed);
-    uint64_t asleep_before = worker->monitor_asleep;
     worker->monitor_asleep = (tid != 0 && op_thread_is_asleep(tid)) ? run : 0;
     if (worker->monitor_asleep == 0 || asleep_before != run) return;
     /* acquire: see the worker's `queue` for this task. The worker waits at its task's end while

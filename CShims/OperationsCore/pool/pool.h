@@ -117,6 +117,9 @@ void op_worker_body_begin(op_token *token);
 void op_worker_body_end(void);
 /* A task was retired without running a body (counted for op_runtime_worker_info). */
 void op_worker_count_task(void);
+/* The body that op_worker_body_begin began started at `ns` (op_now_ns): for the report (the
+ * latency histograms read the clock there; nothing else does). Nothing on a non-worker thread. */
+void op_worker_note_body_start(int64_t ns);
 /* This thread carried a task's body to another pool's workers (carry.c): counted on its worker
  * (op_runtime_worker_counters); nothing on a thread that is not a worker. */
 void op_worker_count_carry(void);

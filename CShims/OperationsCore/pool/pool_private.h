@@ -68,6 +68,11 @@ typedef struct op_worker_counts {
     _Atomic uint64_t rescues;    /* times the monitor counted it blocked in a body */
     _Atomic uint64_t promotions; /* bodies reniced while they ran on it (promotion) */
     _Atomic uint64_t tasks;      /* retired spares only (in pool->retired): their tasks run */
+    /* When its current body started (op_now_ns) and that body's serial: written at a body's
+     * start only while the latency histograms are on (they read the clock there anyway), so
+     * the report says how long a body has run then, and nothing costs a clock read otherwise. */
+    _Atomic int64_t body_started_ns;
+    _Atomic uint64_t body_started_serial;
 } op_worker_counts;
 
 struct op_worker;

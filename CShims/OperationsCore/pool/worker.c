@@ -118,6 +118,14 @@ int op_worker_refresh_nice(void) {
     return worker->current_nice;
 }
 
+void op_worker_note_body_start(int64_t ns) {
+    op_worker *worker = op_tls_worker;
+    if (!worker) return;
+    /* relaxed: a report's snapshot; it checks the serial against `run`'s. */
+    atomic_store_explicit(&worker->counts.body_started_ns, ns, memory_order_relaxed);
+    atomic_store_explicit(&worker->counts.body_started_serial, worker->serial, memory_order_relaxed);
+}
+
 void op_worker_count_carry(void) {
     op_worker *worker = op_tls_worker;
     if (worker) op_count_own(&worker->counts.carries, 1);
@@ -167,12 +175,12 @@ void *op_worker_main(void *arg) {
     op_worker *worker = arg;
     op_pool *pool = worker->pool;
     /* The thread's name (15 characters at most; ps -L, top -H, perf and the trace show it):
-     * "op-" and the class (op_qos_short_name) or "nice" and the pool's nice value, then the CPU a
+     * "op-" and the class (op_qos_short_name) or "n" and the pool's nice value, then the CPU a
      * pinned worker runs on ("-c3") or a spare's serial ("-s7"). A placed pool's workers add
-     * "p" before the CPU. */
+     * "p" before the CPU: "op-uiact-pc255", "op-n-20-pc1023" fit. */
     char class_part[8];
     if (pool->fixed_nice != OP_NICE_UNCHANGED) {
-        snprintf(class_part, sizeof class_part, "nice%d", pool->fixed_nice);
+        snprintf(class_part, sizeof class_part, "n%d", pool->fixed_nice);
     } else {
         snprintf(class_part, sizeof class_part, "%s", op_qos_short_name(pool->qos));
     }
@@ -309,8 +317,10 @@ void *op_worker_main(void *arg) {
             break;
         }
     }
-    pthread_mutex_unlock(&pool->spares_lock);
+    /* Under the lock that the sums read the spares and `retired` under: each snapshot counts
+     * this spare once, on the list or in `retired`. */
     op_worker_counts_retire(pool, worker);
+    pthread_mutex_unlock(&pool->spares_lock);
     free(worker);
     return NULL;
 }

@@ -173,6 +173,18 @@ static void op_worker_counters_of(op_pool *pool, op_worker *worker, op_worker_co
     out->state = op_worker_state_of(run);
     out->serial = run >> OP_RUN_SERIAL_SHIFT;
     out->tasks = out->serial;
+    /* The running task: `body` (promotion's word) without its flag bits (tasks are 16-byte
+     * aligned); since when, if its start was timed (the same serial). */
+    out->task_id = (run & OP_RUN_IN_TASK)
+                       ? atomic_load_explicit(&worker->body, memory_order_relaxed) & ~UINT64_C(15)
+                       : 0;
+    out->running_ns = -1;
+    if (out->task_id &&
+        op_count_read(&worker->counts.body_started_serial) == out->serial) {
+        int64_t started = atomic_load_explicit(&worker->counts.body_started_ns, memory_order_relaxed);
+        int64_t now = op_now_ns();
+        if (started > 0 && now >= started) out->running_ns = now - started;
+    }
     out->steals = op_count_read(&worker->counts.steals);
     out->parks = op_count_read(&worker->counts.parks);
     out->wakeups = op_count_read(&worker->counts.wakeups);
@@ -222,26 +234,30 @@ static void op_add_worker(op_runtime_counters_t *sum, const op_worker_counters_t
     sum->carries += worker->carries;
     sum->rescues += worker->rescues;
     sum->promotions += worker->promotions;
-    if (worker->spare) sum->spares++; else sum->workers++;
+    if (worker->spare) {
+        sum->spares++;
+    } else if (worker->tid != 0) {
+        sum->workers++;
+    }
 }
 
 static void op_sum_pool(op_pool *pool, void *context) {
     op_runtime_counters_t *sum = context;
     op_worker_counters_t worker;
-    int created = atomic_load_explicit(&pool->created, memory_order_relaxed);
-    for (int i = 0; i < created && i < pool->size; i++) {
-        if (atomic_load_explicit(&pool->workers[i].tid, memory_order_relaxed) == 0) continue;
+    /* Every slot, also one whose thread left (a placed pool's idle worker): its counts stay in
+     * the slot, and a thread that takes the slot again goes on from them, so sums never go
+     * down. Slots never started are zeros (the pool was made zeroed). */
+    for (int i = 0; i < pool->size; i++) {
         op_worker_counters_of(pool, &pool->workers[i], &worker);
         op_add_worker(sum, &worker);
     }
-    /* Under spares_lock: a spare adds itself to `retired` after it left the list, so each is
-     * counted once, here or there (a snapshot may miss one leaving between the two reads). */
+    /* Under spares_lock, as a spare leaves the list and adds itself to `retired` in one step:
+     * each is counted once, here or there. */
     pthread_mutex_lock(&pool->spares_lock);
     for (op_worker *spare = pool->spares; spare; spare = spare->next_spare) {
         op_worker_counters_of(pool, spare, &worker);
         op_add_worker(sum, &worker);
     }
-    pthread_mutex_unlock(&pool->spares_lock);
     const op_worker_counts *retired = &pool->retired;
     sum->tasks += op_count_read(&retired->tasks);
     sum->steals += op_count_read(&retired->steals);
@@ -250,6 +266,7 @@ static void op_sum_pool(op_pool *pool, void *context) {
     sum->carries += op_count_read(&retired->carries);
     sum->rescues += op_count_read(&retired->rescues);
     sum->promotions += op_count_read(&retired->promotions);
+    pthread_mutex_unlock(&pool->spares_lock);
     sum->spares_started += op_count_read(&pool->spares_started);
 }
 
@@ -271,11 +288,22 @@ static void op_json_worker(op_report *report, op_pool *pool, op_worker *worker, 
     *first = false;
     op_report_json_string(report, name);
     op_report_add(report,
-                  ", \"tid\": %d, \"cpu\": %d, \"spare\": %s, \"state\": \"%s\", \"nice\": %d, "
+                  ", \"tid\": %d, \"cpu\": %d, \"spare\": %s, \"state\": \"%s\", \"nice\": %d, ",
+                  c.tid, c.cpu, c.spare ? "true" : "false", op_worker_state_names[c.state], c.class_nice);
+    if (c.task_id) {
+        op_report_add(report, "\"task\": \"0x%llx\", ", (unsigned long long)c.task_id);
+    } else {
+        op_report_add(report, "\"task\": null, ");
+    }
+    if (c.running_ns >= 0) {
+        op_report_add(report, "\"running_us\": %.1f, ", (double)c.running_ns / 1000.0);
+    } else {
+        op_report_add(report, "\"running_us\": null, ");
+    }
+    op_report_add(report,
                   "\"task_serial\": %llu, \"tasks\": %llu, \"steals\": %llu, \"parks\": %llu, "
                   "\"wakeups\": %llu, \"carries\": %llu, \"rescues\": %llu, \"promotions\": %llu}",
-                  c.tid, c.cpu, c.spare ? "true" : "false", op_worker_state_names[c.state],
-                  c.class_nice, (unsigned long long)c.serial, (unsigned long long)c.tasks,
+                  (unsigned long long)c.serial, (unsigned long long)c.tasks,
                   (unsigned long long)c.steals, (unsigned long long)c.parks,
                   (unsigned long long)c.wakeups, (unsigned long long)c.carries,
                   (unsigned long long)c.rescues, (unsigned long long)c.promotions);

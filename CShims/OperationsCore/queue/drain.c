@@ -55,7 +55,9 @@ void op_queue_count_started(op_queue_t *queue) {
     }
 }
 
-void op_queue_count_finished(op_queue_t *queue, bool cancelled) {
+void op_queue_count_finished(op_queue_t *queue, op_task_t *task) {
+    /* relaxed: the caller's own settling of the task ordered its state. */
+    bool cancelled = (atomic_load_explicit(&task->state, memory_order_relaxed) & OP_STATE_CANCELLED) != 0;
     op_drain *drain = &op_tls_drain;
     if (OP_LIKELY(drain->queue == queue)) {
         drain->finished++;
@@ -70,21 +72,18 @@ void op_drain_flush_counts(void) {
     op_drain *drain = &op_tls_drain;
     op_queue_t *queue = drain->queue;
     if (!queue) return;
-    if (drain->submitted) op_count_shared(&queue->submitted, drain->submitted);
     if (drain->started) op_count_shared(&queue->started, drain->started);
     if (drain->finished) op_count_shared(&queue->finished, drain->finished);
     if (drain->cancelled) op_count_shared(&queue->cancelled, drain->cancelled);
-    drain->submitted = drain->started = drain->finished = drain->cancelled = 0;
+    drain->started = drain->finished = drain->cancelled = 0;
 }
 
 bool op_drain_busy_add_one(op_queue_t *queue) {
     op_drain *drain = &op_tls_drain;
     if (drain->queue != queue) {
         op_queue_busy_add(queue, 1);
-        op_count_shared(&queue->submitted, 1);
         return false;
     }
-    drain->submitted++;
     if (drain->credit == 0) {
         /* The drainer's slot keeps busy above zero, so this add never takes the queue from idle
          * to busy; the chunk is given back when the drainer leaves. */
@@ -98,9 +97,7 @@ bool op_drain_busy_add_one(op_queue_t *queue) {
 void op_drain_busy_return_one(op_queue_t *queue, bool from_credit) {
     if (from_credit && op_tls_drain.queue == queue) {
         op_tls_drain.credit++;
-        op_tls_drain.submitted--;
     } else {
-        op_count_shared(&queue->submitted, (uint64_t)-1); /* before the unit: it may be the last */
         op_queue_busy_sub(queue, 1);
     }
 }
@@ -384,9 +381,10 @@ static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_
     op_tls_task = task;
     op_tls_queue = queue;
     op_queue_count_started(queue);
-    OP_OBSERVE_START(task, queue, run_qos, nice, task->priority, task->nice_delta);
+    OP_OBSERVE_START(task, queue, op_queue_label(queue), run_qos, nice, task->priority, task->nice_delta);
     int64_t body_start = op_latency_started(task, queue, run_qos);
     op_worker_body_begin(carry ? op_carry_token(carry) : &queue->token);
+    if (body_start) op_worker_note_body_start(body_start);
     task->fn(op_task_user_context(task));
     op_worker_body_end();
     op_latency_ended(queue, run_qos, body_start);
@@ -442,6 +440,7 @@ void op_drain_run_carried(op_carry *carry) {
     }
     op_carry_free(carry);
     if (result == OP_RAN_FINISHED) {
+        op_queue_count_finished(queue, task); /* before its unit goes */
         op_release_task(queue, task); /* its context: we give back its unit */
         op_task_release(task);        /* the queue's reference */
         /* The task's unit, and the slot with its unit when it carried one: our last touch of
@@ -571,6 +570,7 @@ static void op_drain_token_run(op_token *token) {
             return;
         }
         finished++;
+        op_queue_count_finished(queue, task);
         /* Its context is ours to release (context_release.c): we give back its unit. */
         if (OP_UNLIKELY(queue->tracking)) op_release_task(queue, task);
         op_task_release(task); /* the queue's reference */

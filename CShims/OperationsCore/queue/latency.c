@@ -37,6 +37,10 @@ typedef struct op_ready_stamp {
 } op_ready_stamp;
 
 _Atomic bool op_latency_on = false;
+/* When the histograms were last switched on (op_now_ns): a ready time older than that was
+ * stamped in an earlier period, possibly for another task at the same address, and is ignored.
+ * relaxed: set before `on`, read by recorders that saw `on`. */
+static _Atomic int64_t op_latency_on_since = 0;
 static op_ready_stamp *_Atomic op_ready_stamps = NULL;
 static _Atomic uint64_t op_unmeasured_waits = 0;
 static op_latency_pair op_class_latency[OP_QOS_COUNT];
@@ -61,6 +65,9 @@ void op_runtime_set_latency_histograms(bool on) {
             free(table);
         }
     }
+    if (on && !atomic_load_explicit(&op_latency_on, memory_order_relaxed)) {
+        atomic_store_explicit(&op_latency_on_since, op_now_ns(), memory_order_relaxed);
+    }
     /* relaxed: a switch; a task racing with it is measured or not. The table is published
      * (release above) before any recorder can see `on` and then load it (acquire). */
     atomic_store_explicit(&op_latency_on, on, memory_order_relaxed);
@@ -80,7 +87,9 @@ void op_latency_note_ready_slow(op_task_t *task) {
     if (!table) return;
     op_ready_stamp *slot = op_ready_slot(table, task);
     /* See the file comment: clear the key, write the value, publish the key. */
-    uint64_t previous = atomic_exchange_explicit(&slot->task, 0, memory_order_relaxed);
+    /* acquire: the stores below stay after it (a reader that took this slot's previous key
+     * with its compare-and-swap ordered before our exchange never reads our time). */
+    uint64_t previous = atomic_exchange_explicit(&slot->task, 0, memory_order_acquire);
     if (previous && previous != (uint64_t)(uintptr_t)task) op_count_shared(&op_unmeasured_waits, 1);
     atomic_store_explicit(&slot->ns, op_now_ns(), memory_order_relaxed);
     atomic_store_explicit(&slot->task, (uint64_t)(uintptr_t)task, memory_order_release);
@@ -112,6 +121,10 @@ int64_t op_latency_started_slow(op_task_t *task, op_queue_t *queue, int qos) {
     if (!atomic_compare_exchange_strong_explicit(&slot->task, &key, 0, memory_order_acq_rel,
                                                  memory_order_relaxed)) {
         return now; /* another task took the slot meanwhile: its time, not ours */
+    }
+    if (ready < atomic_load_explicit(&op_latency_on_since, memory_order_relaxed)) {
+        op_count_shared(&op_unmeasured_waits, 1); /* stamped before the histograms were on again */
+        return now;
     }
     uint64_t wait = now > ready ? (uint64_t)(now - ready) : 0;
     op_latency_pair *pair = op_latency_of(queue);

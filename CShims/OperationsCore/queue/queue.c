@@ -83,7 +83,6 @@ op_queue_t *op_queue_create(const char *label, op_qos_t qos, int width) {
         return NULL;
     }
     atomic_init(&queue->busy, 0);
-    atomic_init(&queue->submitted, 0);
     atomic_init(&queue->started, 0);
     atomic_init(&queue->finished, 0);
     atomic_init(&queue->cancelled, 0);
@@ -673,6 +672,8 @@ static int op_queue_submit_claimed(op_queue_t *queue, op_task_t *task, bool allo
     uint32_t refs = queue->tracking ? 2 : 1;
     atomic_fetch_add_explicit(&task->refs, refs, memory_order_relaxed);
     bool from_credit = op_drain_busy_add_one(queue);
+    /* Before SUBMITTED: from then on a cancel may start it (the trace's start after its submit). */
+    OP_OBSERVE_SUBMIT(task, queue, op_queue_label(queue), op_queue_unfinished(queue));
     uint32_t state = atomic_load_explicit(&task->state, memory_order_acquire);
     do {
         if (state & OP_STATE_FINISHED) {
@@ -689,7 +690,6 @@ static int op_queue_submit_claimed(op_queue_t *queue, op_task_t *task, bool allo
                                                     state | OP_STATE_SUBMITTED,
                                                     memory_order_acq_rel, memory_order_acquire));
     OP_RACE_WINDOW("submit: SUBMITTED published, before registering and the hold's drop");
-    OP_OBSERVE_SUBMIT(task, queue, op_queue_label(queue), op_queue_unfinished(queue));
     if (queue->tracking) op_registry_add(queue, task); /* may add a barrier dependency */
     /* A serial queue's task of a higher class than the queue's raises what is ahead of it
      * (promotion.c), before it can start; on a default-width queue it runs on its own class's
@@ -906,9 +906,9 @@ void *op_queue_context(const op_queue_t *queue) { return queue ? queue->context 
 int op_queue_counters(const op_queue_t *queue, op_queue_counters_t *out) {
     if (!queue || !out) return EINVAL;
     op_queue_t *q = (op_queue_t *)queue;
-    out->submitted = op_count_read(&q->submitted);
     out->started = op_count_read(&q->started);
     out->finished = op_count_read(&q->finished);
+    out->submitted = out->finished + op_queue_unfinished(q);
     out->cancelled = op_count_read(&q->cancelled);
     return 0;
 }

@@ -19,12 +19,6 @@
 struct op_queue {
     /* Written by producers. */
     alignas(OP_CACHE_LINE) _Atomic uint64_t busy; /* unfinished tasks + claimed slots */
-    /* Counters (issue 35; op_queue_counters): tasks submitted, on the producers' line (a submit
-     * writes `busy` anyway); bodies started, tasks finished and of those cancelled, on a line of
-     * their own. A thread that drains the queue counts in its op_drain and adds its counts when
-     * it leaves (op_drain_detach) or every OP_FINISH_BATCH finishes; other threads add at once.
-     * relaxed fetch-adds: counts, ordering nothing. */
-    _Atomic uint64_t submitted;
     /* Written when slots are claimed or released, and by drainers that run dry (rare while
      * the queue has work). Low half: claimed slots (tasks running or about to); high half:
      * drainers that ran dry and look for more before giving their slot back (OP_SLOTS_*). */
@@ -76,6 +70,12 @@ struct op_queue {
     /* registry.c, for tracking queues only. */
     bool tracking;
     op_task_fn release_context;
+    /* Counters (issue 35; op_queue_counters): bodies started, tasks finished (counted where
+     * their unit of `busy` is given back, while it still keeps the queue alive) and of those
+     * cancelled, on a line of their own; submitted is finished + unfinished, from `busy`, so a
+     * submit costs nothing more. A thread that drains the queue counts in its op_drain and adds
+     * its counts when it leaves (op_drain_detach) or every OP_FINISH_BATCH finishes; other
+     * threads add at once. relaxed fetch-adds: counts, ordering nothing. */
     alignas(OP_CACHE_LINE) _Atomic uint64_t started;
     _Atomic uint64_t finished;
     _Atomic uint64_t cancelled;
@@ -260,7 +260,7 @@ typedef struct op_drain {
     bool hand_off_allowed;
     uint64_t credit;  /* busy units taken ahead for tasks that bodies submit to `queue` */
     /* `queue`'s counters not yet added to it (op_drain_flush_counts): the drainer's own. */
-    uint64_t submitted, started, finished, cancelled;
+    uint64_t started, finished, cancelled;
 } op_drain;
 extern _Thread_local op_drain op_tls_drain;
 
@@ -287,11 +287,12 @@ static inline void op_latency_ended(op_queue_t *queue, int qos, int64_t started)
     if (OP_UNLIKELY(started != 0)) op_latency_ended_slow(queue, qos, started);
 }
 
-/* Counting (issue 35): a body of `queue` starts; a task of `queue` finished (cancelled or not).
- * Into the calling drainer's counts when it drains `queue`, else added to the queue at once.
- * The caller holds something that keeps `queue` alive (the task's unit). */
+/* Counting (issue 35): a body of `queue` starts; a finished task of `queue` is settled (its
+ * unit about to be given back: the drainer that ran or retired it, a carrier, the completion
+ * that came second). Into the calling drainer's counts when it drains `queue`, else added to
+ * the queue at once. The caller holds the task's unit, which keeps `queue` alive. */
 void op_queue_count_started(op_queue_t *queue);
-void op_queue_count_finished(op_queue_t *queue, bool cancelled);
+void op_queue_count_finished(op_queue_t *queue, op_task_t *task);
 /* Adds the calling drainer's counts to its queue (while it still holds its slot). */
 void op_drain_flush_counts(void);
 

@@ -133,8 +133,9 @@ struct TraceFile {
         }
     }
 
-    /// The nice values the bodies of queue `queue` ran at, per the trace.
+    /// The nice values the bodies of queue `queue` ran at, per the trace (which keeps a label's
+    /// first 27 bytes).
     func niceValues(ofQueue queue: String) -> Set<Int> {
-        Set(slices.filter { $0.queue == queue }.map(\.nice))
+        Set(slices.filter { !$0.queue.isEmpty && queue.hasPrefix($0.queue) }.map(\.nice))
     }
 }
