@@ -59,9 +59,32 @@ extension OperationsRuntime {
 }
 
 extension Operation {
-    /// While a trace records: names this operation's slices by its `name`, else its type.
+    /// While a trace records: names this operation's slices by its `name`, else its type (the
+    /// type's name is made once per type: `String(describing:)` of a type costs about a
+    /// microsecond).
     func nameForTrace() {
-        let label = name ?? String(describing: type(of: self))
-        op_trace_name_task(task, label)
+        if let name {
+            op_trace_name_task(task, name)
+        } else {
+            TraceTypeNames.shared.withName(of: type(of: self)) { op_trace_name_task(task, $0) }
+        }
+    }
+}
+
+/// The C strings of operation types' names, made once per type, for the trace.
+private final class TraceTypeNames: @unchecked Sendable {
+    static let shared = TraceTypeNames()
+    private var mutex = pthread_mutex_t()
+    private var names: [ObjectIdentifier: [CChar]] = [:]  // under `mutex`
+
+    private init() { pthread_mutex_init(&mutex, nil) }
+
+    /// Calls `body` with the name of `type` (under the lock: op_trace_name_task copies it).
+    func withName(of type: Operation.Type, _ body: (UnsafePointer<CChar>) -> Void) {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        let key = ObjectIdentifier(type)
+        if names[key] == nil { names[key] = Array(String(describing: type).utf8CString) }
+        names[key]!.withUnsafeBufferPointer { body($0.baseAddress!) }
     }
 }

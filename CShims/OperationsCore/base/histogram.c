@@ -4,9 +4,10 @@
  * cut into four buckets, so a bucket's width is at most a quarter of its lower bound (a
  * percentile read from it is within 25 %). OP_HISTOGRAM_BUCKETS buckets cover 0 … 2^64 ns.
  *
- * Recording is one relaxed fetch-add on the bucket and three on the totals: no allocation, no
- * lock; it runs only while histograms are switched on (queue/latency.c). Reads are relaxed
- * snapshots (a histogram read while tasks finish may have a count one ahead of its buckets).
+ * Recording is a relaxed fetch-add on the bucket and one on the sum (the maximum moves by
+ * compare-and-swap only when exceeded; the count is the buckets' sum, made when read): no
+ * allocation, no lock; it runs only while histograms are switched on (queue/latency.c). Reads
+ * are relaxed snapshots (the sum may be a recording ahead of the buckets).
  * The histogram itself is its owner's (a queue's, a class's).
  */
 #include "base.h"
@@ -23,8 +24,8 @@ static inline int op_histogram_index(uint64_t ns) {
 void op_histogram_record(op_histogram_t *histogram, uint64_t ns) {
     _Atomic uint64_t *bucket = (_Atomic uint64_t *)&histogram->buckets[op_histogram_index(ns)];
     atomic_fetch_add_explicit(bucket, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit((_Atomic uint64_t *)&histogram->count, 1, memory_order_relaxed);
     atomic_fetch_add_explicit((_Atomic uint64_t *)&histogram->sum_ns, ns, memory_order_relaxed);
+    /* `count` is the buckets' sum, made by the snapshot: one read-modify-write fewer here. */
     uint64_t max = atomic_load_explicit((_Atomic uint64_t *)&histogram->max_ns, memory_order_relaxed);
     while (ns > max && !atomic_compare_exchange_weak_explicit((_Atomic uint64_t *)&histogram->max_ns,
                                                               &max, ns, memory_order_relaxed,
@@ -33,12 +34,13 @@ void op_histogram_record(op_histogram_t *histogram, uint64_t ns) {
 }
 
 void op_histogram_snapshot(const op_histogram_t *histogram, op_histogram_t *out) {
-    out->count = atomic_load_explicit((_Atomic uint64_t *)&histogram->count, memory_order_relaxed);
     out->sum_ns = atomic_load_explicit((_Atomic uint64_t *)&histogram->sum_ns, memory_order_relaxed);
     out->max_ns = atomic_load_explicit((_Atomic uint64_t *)&histogram->max_ns, memory_order_relaxed);
+    out->count = 0;
     for (int i = 0; i < OP_HISTOGRAM_BUCKETS; i++) {
         out->buckets[i] = atomic_load_explicit((_Atomic uint64_t *)&histogram->buckets[i],
                                                memory_order_relaxed);
+        out->count += out->buckets[i];
     }
 }
 
