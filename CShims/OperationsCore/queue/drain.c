@@ -381,7 +381,10 @@ static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_
     op_tls_task = task;
     op_tls_queue = queue;
     op_queue_count_started(queue);
-    OP_OBSERVE_START(task, queue, op_queue_label(queue), run_qos, nice, task->priority, task->nice_delta);
+    /* relaxed: the band, which op_task_set_priority may change at any time (a report). */
+    OP_OBSERVE_START(task, queue, op_queue_label(queue), run_qos, nice,
+                     atomic_load_explicit((_Atomic uint8_t *)&task->priority, memory_order_relaxed),
+                     op_task_nice_delta(task));
     int64_t body_start = op_latency_started(task, queue, run_qos);
     op_worker_body_begin(carry ? op_carry_token(carry) : &queue->token);
     if (body_start) op_worker_note_body_start(body_start);
