@@ -133,6 +133,16 @@ import Testing
         #expect(after.rescues > before.rescues, "no rescue counted: \(before.rescues) → \(after.rescues)")
     }
 
+    /// A label that is not UTF-8 (a name cut mid-character, as the kernel cuts thread names)
+    /// still gives a report that parses: the bad byte becomes U+FFFD.
+    @Test func aLabelThatIsNotUTF8StillGivesValidJSON() throws {
+        let bytes: [CChar] = [0x62, 0x61, 0x64, 0x20, CChar(bitPattern: 0xE2), CChar(bitPattern: 0x9C), 0x20, 0x6F, 0x6B, 0]
+        let queue = try #require(bytes.withUnsafeBufferPointer { op_queue_create($0.baseAddress, OP_QOS_UTILITY, OP_WIDTH_DEFAULT) })
+        defer { op_queue_release(queue) }
+        let report = parse({ op_queue_describe_json(queue, $0, $1) })
+        #expect(report?["label"] as? String == "bad \u{FFFD}\u{FFFD} ok", "\(report ?? [:])")
+    }
+
     @Test func theJSONReportsParseAndCarryTheCounters() throws {
         let label = "a \"quoted\" name\\ with\na newline and ✓"
         let queue = try makeQueue(label, qos: OP_QOS_USER_INITIATED)

@@ -280,8 +280,11 @@ typedef struct op_report {
     size_t length;
 } op_report;
 void op_report_add(op_report *report, const char *format, ...) __attribute__((format(printf, 2, 3)));
-/* Appends `text` (NULL: "") as a JSON string, quoted and escaped. */
+/* Appends `text` (NULL: "") as a JSON string, quoted and escaped; a byte that does not start a
+ * valid UTF-8 character becomes U+FFFD. */
 void op_report_json_string(op_report *report, const char *text);
+/* The length of the valid UTF-8 character of two to four bytes at `c`, or 0. */
+size_t op_utf8_char_length(const unsigned char *c);
 
 /* ---- faults.c ------------------------------------------------------------------------------- */
 

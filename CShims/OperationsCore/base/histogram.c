@@ -7,7 +7,7 @@
  * Recording is a relaxed fetch-add on the bucket and one on the sum (the maximum moves by
  * compare-and-swap only when exceeded; the count is the buckets' sum, made when read): no
  * allocation, no lock; it runs only while histograms are switched on (queue/latency.c). Reads
- * are relaxed snapshots (the sum may be a recording ahead of the buckets).
+ * are relaxed snapshots (the buckets may be a recording ahead of the sum).
  * The histogram itself is its owner's (a queue's, a class's).
  */
 #include "base.h"

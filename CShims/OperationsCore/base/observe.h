@@ -25,7 +25,9 @@
  *   finish(task, queue, cancelled)           it finished (ran, cancelled or completed); `queue`
  *                                            is an id only here: the finishing thread may hold
  *                                            nothing that keeps it alive
- *   release(dependency, dependent)           a finish released a dependent (OP_OBSERVE_EDGE)
+ *   release(dependency, dependent | live)    a finish released a dependent (OP_OBSERVE_EDGE); the
+ *                                            trace skips a dependent already finished (a
+ *                                            cancelled one: no start to draw an arrow to)
  *   cancel(task)                             op_task_cancel's first call on a task
  *   promote(task, queue, qos)                a task or queue raised to class qos
  *   carry(task, queue, to_qos, to_nice)      a body carried to another pool's workers
@@ -122,10 +124,10 @@ void op_trace_record(int kind, const void *a, const void *b, int32_t value, int8
                             (int8_t)(cancelled), 0, 0, 0, NULL);                                   \
     } while (0)
 
-#define OP_OBSERVE_EDGE(dependency, dependent)                                                     \
+#define OP_OBSERVE_EDGE(dependency, dependent, dependent_live)                                     \
     do {                                                                                           \
         OP_PROBE2(release, (dependency), (dependent));                                             \
-        if (op_tracing())                                                                          \
+        if (op_tracing() && (dependent_live))                                                      \
             op_trace_record(OP_EV_EDGE, (dependency), (dependent), 0, 0, 0, 0, 0, NULL);           \
     } while (0)
 

@@ -332,15 +332,26 @@ static void op_trace_begin_event(op_trace_writer *w) {
     w->first = false;
 }
 
+/* `text` as a JSON string; a byte that does not start a valid UTF-8 character (a thread name
+ * the kernel cut at 15 bytes) becomes U+FFFD. */
 static void op_trace_json_text(FILE *file, const char *text) {
     fputc('"', file);
-    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+    for (const unsigned char *c = (const unsigned char *)text; *c;) {
         if (*c == '"' || *c == '\\') {
-            fprintf(file, "\\%c", *c);
+            fprintf(file, "\\%c", *c++);
         } else if (*c < 0x20) {
-            fprintf(file, "\\u%04x", *c);
+            fprintf(file, "\\u%04x", *c++);
+        } else if (*c < 0x80) {
+            fputc(*c++, file);
         } else {
-            fputc(*c, file);
+            size_t length = op_utf8_char_length(c);
+            if (length == 0) {
+                fputs("\\ufffd", file);
+                c++;
+            } else {
+                fwrite(c, 1, length, file);
+                c += length;
+            }
         }
     }
     fputc('"', file);
@@ -349,6 +360,16 @@ static void op_trace_json_text(FILE *file, const char *text) {
 static const char *op_trace_queue_label(op_trace_writer *w, uint64_t queue) {
     op_trace_task_state *state = queue ? op_trace_map_get(&w->queues, queue) : NULL;
     return state && state->named ? state->name : "";
+}
+
+/* A queue's counter track: by its label, or by its address when it has none (one track each). */
+static void op_trace_counter_name(char *name, size_t size, const op_trace_task_state *queue,
+                                  uint64_t id) {
+    if (queue && queue->named) {
+        snprintf(name, size, "unfinished: %s", queue->name);
+    } else {
+        snprintf(name, size, "unfinished: queue 0x%" PRIx64, id);
+    }
 }
 
 static void op_trace_flow_point(op_trace_writer *w, const char *phase, const char *name,
@@ -380,11 +401,11 @@ static void op_trace_emit(op_trace_writer *w, const op_trace_copy *copy) {
         break;
     case OP_EV_SUBMIT: {
         op_trace_task_state *queue = op_trace_map_get(&w->queues, e->b);
-        if (queue && e->text[0]) {
+        if (queue) { /* every submit says the label (a queue's address may be reused) */
             memcpy(queue->name, e->text, sizeof queue->name);
-            queue->named = true;
+            queue->named = e->text[0] != '\0';
         }
-        if (queue) queue->depth = e->value + 1; /* the queue's unfinished tasks, this one included */
+        if (queue) queue->depth = e->value; /* unfinished, this one included (counted before) */
         if (!task->named) task->name[0] = '\0';
         task->named = false; /* used at this submit; the next submit of the address needs its own */
         task->ended = false;
@@ -400,7 +421,7 @@ static void op_trace_emit(op_trace_writer *w, const op_trace_copy *copy) {
         op_trace_begin_event(w);
         fputs("{\"ph\":\"C\",\"name\":", w->file);
         char counter[64];
-        snprintf(counter, sizeof counter, "unfinished: %s", op_trace_queue_label(w, e->b));
+        op_trace_counter_name(counter, sizeof counter, queue, e->b);
         op_trace_json_text(w->file, counter);
         fprintf(w->file, ",\"ts\":%.3f,\"pid\":%d,\"args\":{\"tasks\":%lld}}", ts, w->pid,
                 queue ? (long long)queue->depth : (long long)e->value);
@@ -456,7 +477,7 @@ static void op_trace_emit(op_trace_writer *w, const op_trace_copy *copy) {
             op_trace_begin_event(w);
             fputs("{\"ph\":\"C\",\"name\":", w->file);
             char counter[64];
-            snprintf(counter, sizeof counter, "unfinished: %s", queue->named ? queue->name : "");
+            op_trace_counter_name(counter, sizeof counter, queue, e->b);
             op_trace_json_text(w->file, counter);
             fprintf(w->file, ",\"ts\":%.3f,\"pid\":%d,\"args\":{\"tasks\":%lld}}", ts, w->pid,
                     (long long)queue->depth);
@@ -566,6 +587,12 @@ static int op_trace_write_locked(const char *path) {
     return rc;
 }
 
+/* Registered when the library loads, before an application's own handlers (whose prepare
+ * handler may write a trace: it then runs before ours takes the lock; see pool_fork.c). */
+__attribute__((constructor(101))) static void op_trace_register_fork_at_load(void) {
+    pthread_once(&op_trace_fork_once, op_trace_register_fork);
+}
+
 int op_trace_start(const char *path, size_t flight_bytes) {
     if (!path || !*path) return EINVAL;
     pthread_once(&op_trace_fork_once, op_trace_register_fork);
@@ -616,7 +643,8 @@ int op_trace_stop(void) {
 
 int op_trace_write(const char *path) {
     pthread_mutex_lock(&op_trace_lock);
-    const char *to = path && *path ? path : op_trace_path;
+    /* A fork's child writes only where it is told: the start's path is the parent's file. */
+    const char *to = path && *path ? path : (op_trace_forked_child ? NULL : op_trace_path);
     int rc = to ? op_trace_write_locked(to) : EINVAL;
     pthread_mutex_unlock(&op_trace_lock);
     return rc;

@@ -318,7 +318,11 @@ static bool op_task_finish_claimed(op_task_t *task, uint32_t old) {
         if (atomic_compare_exchange_strong_explicit(&edge->state, &expected, OP_EDGE_FIRED,
                                                     memory_order_relaxed,
                                                     memory_order_relaxed)) {
-            OP_OBSERVE_EDGE(task, dependent); /* before the count-down may start it */
+            /* Before the count-down may start it. relaxed: a report (the edge holds the
+             * dependent: its state may be read). */
+            OP_OBSERVE_EDGE(task, dependent,
+                            !(atomic_load_explicit(&dependent->state, memory_order_relaxed) &
+                              OP_STATE_FINISHED));
             drain->hand_off_allowed = hand_off;
             op_task_count_down(dependent, 1, true);
             drain->hand_off_allowed = false;

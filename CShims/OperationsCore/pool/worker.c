@@ -121,9 +121,10 @@ int op_worker_refresh_nice(void) {
 void op_worker_note_body_start(int64_t ns) {
     op_worker *worker = op_tls_worker;
     if (!worker) return;
-    /* relaxed: a report's snapshot; it checks the serial against `run`'s. */
+    /* release: the time before its serial; a report that acquires the serial and finds it the
+     * running task's reads that task's time (or a later one's, which its serial check drops). */
     atomic_store_explicit(&worker->counts.body_started_ns, ns, memory_order_relaxed);
-    atomic_store_explicit(&worker->counts.body_started_serial, worker->serial, memory_order_relaxed);
+    atomic_store_explicit(&worker->counts.body_started_serial, worker->serial, memory_order_release);
 }
 
 void op_worker_count_carry(void) {

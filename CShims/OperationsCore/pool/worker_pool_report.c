@@ -179,8 +179,8 @@ static void op_worker_counters_of(op_pool *pool, op_worker *worker, op_worker_co
                        ? atomic_load_explicit(&worker->body, memory_order_relaxed) & ~UINT64_C(15)
                        : 0;
     out->running_ns = -1;
-    if (out->task_id &&
-        op_count_read(&worker->counts.body_started_serial) == out->serial) {
+    if (out->task_id && atomic_load_explicit(&worker->counts.body_started_serial,
+                                             memory_order_acquire) == out->serial) {
         int64_t started = atomic_load_explicit(&worker->counts.body_started_ns, memory_order_relaxed);
         int64_t now = op_now_ns();
         if (started > 0 && now >= started) out->running_ns = now - started;

@@ -68,9 +68,9 @@ void op_runtime_set_latency_histograms(bool on) {
     if (on && !atomic_load_explicit(&op_latency_on, memory_order_relaxed)) {
         atomic_store_explicit(&op_latency_on_since, op_now_ns(), memory_order_relaxed);
     }
-    /* relaxed: a switch; a task racing with it is measured or not. The table is published
-     * (release above) before any recorder can see `on` and then load it (acquire). */
-    atomic_store_explicit(&op_latency_on, on, memory_order_relaxed);
+    /* release: `on_since` before `on`; a recorder that saw `on` fences (acquire) before it reads
+     * `on_since`. A task racing with the switch is measured or not. */
+    atomic_store_explicit(&op_latency_on, on, memory_order_release);
 }
 
 bool op_runtime_latency_histograms(void) { return op_latency_recording(); }
@@ -122,6 +122,7 @@ int64_t op_latency_started_slow(op_task_t *task, op_queue_t *queue, int qos) {
                                                  memory_order_relaxed)) {
         return now; /* another task took the slot meanwhile: its time, not ours */
     }
+    atomic_thread_fence(memory_order_acquire); /* pairs with the switch's release of `on` */
     if (ready < atomic_load_explicit(&op_latency_on_since, memory_order_relaxed)) {
         op_count_shared(&op_unmeasured_waits, 1); /* stamped before the histograms were on again */
         return now;

@@ -906,9 +906,12 @@ void *op_queue_context(const op_queue_t *queue) { return queue ? queue->context 
 int op_queue_counters(const op_queue_t *queue, op_queue_counters_t *out) {
     if (!queue || !out) return EINVAL;
     op_queue_t *q = (op_queue_t *)queue;
+    /* Unfinished first: a drainer adds to `finished` before it takes from `busy`, so this order
+     * never reads a task in neither. */
+    size_t unfinished = op_queue_unfinished(q);
     out->started = op_count_read(&q->started);
     out->finished = op_count_read(&q->finished);
-    out->submitted = out->finished + op_queue_unfinished(q);
+    out->submitted = out->finished + unfinished;
     out->cancelled = op_count_read(&q->cancelled);
     return 0;
 }
