@@ -80,6 +80,14 @@ int perf_exit_with_parent(int parent_pid) {
     return getppid() == parent_pid ? 0 : ESRCH;
 }
 
+void perf_spin_forever(void) {
+    /* volatile: the loop must do work the compiler cannot drop (an empty infinite loop may be
+     * removed). */
+    volatile uint64_t count = 0;
+    prctl(PR_SET_NAME, "perf-hog"); /* its name in top, ps and scheduler traces */
+    for (;;) count = count + 1;
+}
+
 size_t baseline_heap_in_use(void) {
     struct mallinfo2 info = mallinfo2();
     return info.uordblks + info.hblkhd;

@@ -109,6 +109,14 @@ struct OperationsPerf: ParsableCommand {
     @Option(help: .hidden)
     var parentPid: Int32?
 
+    @Option(help: ArgumentHelp(
+        "Run beside N CPU hogs: busy processes at nice 0, unpinned, for the whole run (the noisy neighbour of a shared machine); the header says so. With --cpus each child runs its own, on its CPUs.",
+        valueName: "N"))
+    var hog = 0
+    /// The body of one hog process (started by --hog).
+    @Flag(help: .hidden)
+    var hogChild = false
+
     @Option(help: "Write every round of every figure to this JSON file.")
     var json: String?
     @Option(help: "Write SVG charts into this directory (created if missing).")
@@ -126,6 +134,8 @@ struct OperationsPerf: ParsableCommand {
             if rc == ESRCH { throw ExitCode.failure }
             if rc != 0 { writeStandardError("operations-perf: this child would outlive its parent (prctl error \(rc))\n") }
         }
+        if hogChild { CPUHogs.runChild() }
+        guard hog >= 0 else { throw ValidationError("--hog must be >= 0") }
         if let pinCpus {
             // Before the runtimes start any thread: every thread after this inherits the mask.
             let rc = perf_restrict_to_cpus(Int32(pinCpus))
@@ -139,6 +149,8 @@ struct OperationsPerf: ParsableCommand {
             return
         }
         let config = try configuration()
+        try CPUHogs.start(hog)
+        defer { CPUHogs.stop() }
         TraceCapture.directory = trace
         Watchdog.limitSeconds = watchdog
         Progress.start()

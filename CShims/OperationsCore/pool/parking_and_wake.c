@@ -8,8 +8,8 @@
  * that another pool serves now to that pool, as their class's `home` says: a queue's token after
  * a QoS, promotion or placement change, a carried task's after its promotion.
  *
- * Idle workers spin for 2 µs ("searching", at most half the pool), look a few more microseconds
- * while yielding the CPU (the loop in worker.c), then park, each on a futex word of its own,
+ * Idle workers spin for 0.5 µs ("searching", at most half the pool), look up to 30 µs more
+ * while yielding the CPU (the loop in worker.c, which says why), then park, each on a futex word of its own,
  * with a bit in the pool's `parked` mask (op_worker_park; spares park on the pool's event count,
  * parking.c). A token push wakes one parked worker, and only when no worker is searching
  * (op_pool_wake_one): in a pool of the default class or above, a thread that is not a worker

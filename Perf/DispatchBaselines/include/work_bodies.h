@@ -33,6 +33,8 @@ int perf_affinity_cpu_count(void);
  * of whatever is measured next). 0; ESRCH when the parent `parent_pid` has already gone (the
  * child then stops); or the error of the call. */
 int perf_exit_with_parent(int parent_pid);
+/* Burns the calling thread's CPU until the process is killed: the body of a `--hog` child. */
+__attribute__((noreturn)) void perf_spin_forever(void);
 
 /* Heap bytes in use: glibc mallinfo2's uordblks (all arenas) plus hblkhd (mmap'd chunks). */
 size_t baseline_heap_in_use(void);

@@ -9,17 +9,21 @@ struct Machine: Codable {
     var negativeNiceAllowed: Bool
     /// Nice per QoS class, background … userInteractive.
     var niceTable: [Int32]
+    /// CPU hogs running beside the run (`--hog`); nil in reports from before the option.
+    var cpuHogs: Int?
 
     static var current: Machine {
         let topology = OperationsRuntime.topology
         return Machine(
             cpuCount: topology.cpuCount, nodeCount: topology.nodeCount, usesNUMA: topology.usesNUMA,
-            negativeNiceAllowed: OperationsRuntime.negativeNiceAllowed, niceTable: OperationsRuntime.niceTable)
+            negativeNiceAllowed: OperationsRuntime.negativeNiceAllowed, niceTable: OperationsRuntime.niceTable,
+            cpuHogs: CPUHogs.count)
     }
 
     var description: String {
         "\(cpuCount) CPUs, \(nodeCount) NUMA node(s), NUMA \(usesNUMA ? "in use" : "not used"), "
             + "negative nice \(negativeNiceAllowed ? "allowed" : "not allowed (clamped to 0)"), "
             + "nice table bg/ut/def/ui/uint \(niceTable.map(String.init).joined(separator: "/"))"
+            + ((cpuHogs ?? 0) > 0 ? ", beside \(cpuHogs!) CPU hog(s) (--hog)" : "")
     }
 }
