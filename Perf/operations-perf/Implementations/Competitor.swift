@@ -32,6 +32,8 @@ protocol Competitor: Sendable {
     func runGraph(_ graph: TaskGraph, counter: Counter) throws -> UInt64
     /// W7, W9: queues laid out as `layout`, for submitting probe and load bodies one by one.
     func makeProbeTarget(_ layout: ProbeLayout) throws -> any ProbeTarget
+    /// Whether the competitor's queues take an explicit width (ProbeLayout.oneQueueOfWidth).
+    var canLimitWidth: Bool { get }
     /// W8: a suspended queue of default width to fill and then drain.
     func makeSuspendedQueue() throws -> any SuspendedQueue
     /// W12: queues for a background item and a userInteractive item that waits for it or
@@ -85,6 +87,10 @@ enum ProbeLayout: Sendable {
     /// carry that thread priority (W9 "one queue, thread priority": a thread priority and a QoS
     /// are one request).
     case oneQueue(probeThreadPriority: Double?)
+    /// As oneQueue (no thread priority), the queue of explicit width `width` (W9 "one queue,
+    /// width CPUs": every slot is taken by the load, so a probe waits for the first slot that
+    /// frees; competitors with `canLimitWidth` only).
+    case oneQueueOfWidth(Int)
     /// As twoQueues, with the probe queue placed on `probeCPU` and the load queue on the other
     /// CPUs (W9 d; competitors with `canPlace` only).
     case placed(probeCPU: Int, loadCPUs: [Int])

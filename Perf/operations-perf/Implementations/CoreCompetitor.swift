@@ -120,6 +120,11 @@ struct CoreCompetitor: Competitor {
             let queue = try makeQueue(width: .default)
             return CoreProbeTarget(loadQueue: queue, probeQueue: queue, perTaskQoS: true,
                                    probeThreadPriority: probeThreadPriority ?? 0.5)
+        case .oneQueueOfWidth(let width):
+            guard let queue = op_queue_create("perf", OP_QOS_DEFAULT, Int32(width)) else {
+                throw PerfError.setup("op_queue_create failed")
+            }
+            return CoreProbeTarget(loadQueue: queue, probeQueue: queue, perTaskQoS: true)
         case .placed(let probeCPU, let loadCPUs):
             let load = try makeQueue(width: .default, qos: OP_QOS_BACKGROUND)
             let probe = try makeQueue(width: .default, qos: OP_QOS_USER_INTERACTIVE)
@@ -134,6 +139,7 @@ struct CoreCompetitor: Competitor {
     }
 
     var canPlace: Bool { true }
+    var canLimitWidth: Bool { true }
 
     func makeSuspendedQueue() throws -> any SuspendedQueue {
         let queue = try makeQueue(width: .default)

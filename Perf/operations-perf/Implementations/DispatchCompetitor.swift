@@ -69,8 +69,13 @@ struct DispatchCompetitor: Competitor {
             return DispatchProbeTarget(loadQueue: queue, probeQueue: queue, owned: true)
         case .placed:
             throw PerfError.setup("dispatch cannot place queues on CPUs")
+        case .oneQueueOfWidth:
+            throw PerfError.setup("dispatch queues have no width between 1 and unlimited")
         }
     }
+
+    /// A dispatch queue is serial or unlimited: no explicit width.
+    var canLimitWidth: Bool { false }
 
     func makeSuspendedQueue() throws -> any SuspendedQueue {
         DispatchSuspendedQueue(state: dispatch_baseline_suspended_create())

@@ -190,6 +190,7 @@ struct OperationQueueCompetitor<API: OperationQueueAPI>: Competitor {
     }
 
     var canPlace: Bool { API.canPlace }
+    var canLimitWidth: Bool { true }
 
     func makeInversionPairs() throws -> (any InversionPairs)? {
         OperationInversionPairs<API>()
@@ -217,6 +218,10 @@ private struct OperationProbeTarget<API: OperationQueueAPI>: ProbeTarget {
         case .plain, .oneQueue:
             loadQueue = API.makeQueue(width: .default, qos: nil)
             probeQueue = loadQueue
+        case .oneQueueOfWidth(let width):
+            loadQueue = API.makeQueue(width: .default, qos: nil)
+            loadQueue.maxConcurrentOperationCount = width
+            probeQueue = loadQueue
         case .twoQueues:
             loadQueue = API.makeQueue(width: .default, qos: .background)
             probeQueue = API.makeQueue(width: .default, qos: .userInteractive)
@@ -230,10 +235,16 @@ private struct OperationProbeTarget<API: OperationQueueAPI>: ProbeTarget {
 
     func submit(_ slot: ProbeSlot, _ kind: ProbeKind) {
         let op = API.makeOperation { slot.run(kind) }
-        if case .oneQueue(let probeThreadPriority) = layout {
+        switch layout {
+        case .oneQueue(let probeThreadPriority):
             op.qualityOfService = kind == .probe ? probeQoS : loadQoS
             if kind == .probe { op.queuePriority = veryHigh }
             if kind == .probe, let probeThreadPriority { op.setThreadPriority(probeThreadPriority) }
+        case .oneQueueOfWidth:
+            op.qualityOfService = kind == .probe ? probeQoS : loadQoS
+            if kind == .probe { op.queuePriority = veryHigh }
+        case .plain, .twoQueues, .placed:
+            break
         }
         let queue = kind == .probe ? probeQueue : loadQueue
         slot.markSubmitted()

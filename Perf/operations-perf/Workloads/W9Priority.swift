@@ -14,7 +14,9 @@ enum W9Priority {
         (background / userInteractive), (b) both on one default-width queue, each op carrying
         its QoS and the probes queuePriority veryHigh, (b') as (b) with the probes also at
         threadPriority 1.0 (a thread priority and a QoS are one request: the probe must not
-        wait for a slot behind the load), (c) no load, (d) placed: as (a) with the
+        wait for a slot behind the load), (b'') as (b) on a queue of explicit width = CPUs
+        (maxConcurrentOperationCount: every slot runs load, so a probe waits for the first one
+        that frees; not dispatch, whose queues have no such width), (c) no load, (d) placed: as (a) with the
         probe queue placed on the last CPU and the load queue on the others (ours only; needs 2
         CPUs; the load then fills the other CPUs). The load stops once every probe started.
         Reports the nice values probes and load ran at (getpriority in the body). dispatch:
@@ -26,14 +28,18 @@ enum W9Priority {
         case twoQueues = "two queues"
         case oneQueue = "one queue"
         case oneQueueThreadPriority = "one queue, thread priority"
+        case oneQueueOfWidth = "one queue, width CPUs"
         case noLoad = "no load"
         case placed
     }
 
     /// The competitors that run `scenario` on a machine of `cpus` CPUs.
     static func competitors(_ all: [any Competitor], for scenario: Case, cpus: Int) -> [any Competitor] {
-        guard scenario == .placed else { return all }
-        return cpus >= 2 ? all.filter(\.canPlace) : []
+        switch scenario {
+        case .placed: return cpus >= 2 ? all.filter(\.canPlace) : []
+        case .oneQueueOfWidth: return all.filter(\.canLimitWidth)
+        default: return all
+        }
     }
 
     /// The probe queue's CPU and the load queue's for the placed case.
@@ -61,6 +67,7 @@ enum W9Priority {
         let layout: ProbeLayout = switch scenario {
         case .oneQueue: .oneQueue(probeThreadPriority: nil)
         case .oneQueueThreadPriority: .oneQueue(probeThreadPriority: 1.0)
+        case .oneQueueOfWidth: .oneQueueOfWidth(cpus)
         case .placed: .placed(probeCPU: placement.probe, loadCPUs: placement.load)
         case .twoQueues, .noLoad: .twoQueues
         }
