@@ -53,12 +53,12 @@
 
 /* After tokens were pushed into the pool's FIFOs: wakes a worker unless one searches, pokes the
  * monitor, and starts missing workers. */
-static void op_pool_note_pushed(op_pool *pool) {
+static void op_pool_note_pushed(op_pool *pool, bool handing_over) {
     /* seq_cst: the push is ordered before reading `searching` and the parked bits (Dekker with a
      * worker that stops searching, or registers as parked, and then re-checks the FIFOs). */
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load_explicit(&pool->searching, memory_order_seq_cst) == 0) {
-        op_pool_wake_one(pool);
+        op_pool_wake_one_for(pool, handing_over);
     }
     op_monitor_poke(); /* after the fence: see blocked_worker_monitor.c */
     /* relaxed: a hint; the retry decides under its lock. */
@@ -70,7 +70,13 @@ static void op_pool_note_pushed(op_pool *pool) {
 void op_pool_push_token(op_pool *pool, op_token *token) {
     int node = pool->node_count > 1 ? op_topology_current_node() : 0;
     op_fifo_push(&pool->tokens[node], token);
-    op_pool_note_pushed(pool);
+    op_pool_note_pushed(pool, false);
+}
+
+void op_pool_hand_over_token(op_pool *pool, op_token *token) {
+    int node = pool->node_count > 1 ? op_topology_current_node() : 0;
+    op_fifo_push(&pool->tokens[node], token);
+    op_pool_note_pushed(pool, true);
 }
 
 /* Tokens popped by one rehoming pass at most: a pass must end while others keep pushing. */
@@ -106,7 +112,7 @@ void op_pool_rehome_tokens(op_pool *pool) {
     /* A worker that looked while we held the tokens saw the FIFOs empty and may have parked:
      * what went back is announced as any push is (pushing back with no wake-up stranded a
      * serial queue's token with every worker parked). */
-    if (kept) op_pool_note_pushed(pool);
+    if (kept) op_pool_note_pushed(pool, false);
 }
 
 op_token *op_pool_take_token(op_pool *pool, int home) {
@@ -162,10 +168,19 @@ static bool op_pool_wake_worker(op_pool *pool, int index) {
  * idle, in a probe that spins after each submit on 2 CPUs), so a submitter wakes as a worker
  * does. A worker of any pool keeps its own CPU busy with the body that submitted, so it wakes a
  * worker on another CPU, the first parked one after its own (wake-ups spread over the CPUs), and
- * the one on its own CPU only when no other is parked. With none parked at all (or none but the
- * one woken first), a parked spare (they park on the pool's event). */
-void op_pool_wake_one(op_pool *pool) {
-    op_worker *self = op_tls_worker;
+ * the one on its own CPU only when no other is parked — unless it hands the work over
+ * (op_pool_hand_over_token: a task it carries to another pool, the slot a carrier gives back):
+ * then it stops running that work itself, and wakes as a submitter does, its own CPU's worker
+ * first, which preempts it where the class is above its own, or runs as it searches and parks.
+ * Waking the other CPU's worker instead cost W9 "one queue, width CPUs" two wake-ups of a
+ * vCPU (50–100 µs each in the trace: the background carrier's slot to a default drainer on
+ * the other CPU, its carry of the probe to a userInteractive worker on the first CPU again).
+ * With none parked at all (or none but the one woken first), a parked spare (they park on the
+ * pool's event). */
+void op_pool_wake_one(op_pool *pool) { op_pool_wake_one_for(pool, false); }
+
+void op_pool_wake_one_for(op_pool *pool, bool handing_over) {
+    op_worker *self = handing_over ? NULL : op_tls_worker;
     int cpu = self && !self->spare ? self->cpu : sched_getcpu();
     int local = cpu >= 0 && cpu <= pool->max_cpu_id ? pool->worker_of_cpu[cpu] : -1;
     uint32_t ticket;

@@ -262,6 +262,9 @@ op_token *op_pool_take_token(op_pool *pool, int home);
 /* parking_and_wake.c: wakes one parked worker (or spare) for a token just pushed (after the
  * caller's push and seq_cst fence). */
 void op_pool_wake_one(op_pool *pool);
+/* The same, for a worker that hands the token's work over (op_pool_hand_over_token): it wakes
+ * as a thread that is not a worker does, its own CPU's worker first. */
+void op_pool_wake_one_for(op_pool *pool, bool handing_over);
 /* parking_and_wake.c: wakes every parked worker and spare (a placed pool's idle workers leaving
  * one after another). */
 void op_pool_wake_all(op_pool *pool);

@@ -222,7 +222,7 @@ void op_carry_push(op_carry *carry, op_pool *target) {
     op_worker_count_carry();
     OP_OBSERVE_CARRY(carry->task, carry->queue, op_pool_qos(target), op_pool_wanted_nice(target));
     OP_RACE_WINDOW("carry: before the push into the target pool");
-    op_pool_push_token(target, &carry->token);
+    op_pool_hand_over_token(target, &carry->token); /* we do not run it: our CPU's worker may */
 }
 
 /* The carrier came for a task that was to run outside the slots and has not started: a queue
@@ -261,7 +261,7 @@ void op_carry_give_back_slot(op_queue_t *queue, uint64_t units) {
     if (op_queue_release_slot(queue, false)) {
         /* Re-claimed for waiting work: the slot goes on as the queue's token with its unit; the
          * other units keep the queue alive across the push. */
-        op_pool_push_token(op_queue_pool(queue), &queue->token);
+        op_pool_hand_over_token(op_queue_pool(queue), &queue->token); /* we are done with it */
         units--;
     }
     if (units) op_queue_busy_sub(queue, units); /* our last touch: may free the queue */
