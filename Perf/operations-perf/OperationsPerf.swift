@@ -144,6 +144,7 @@ struct OperationsPerf: ParsableCommand {
             }
         }
         if let cpus {
+            CPUHogs.noteChildrenRunBeside(hog)
             let met = try CPUCountRuns.run(counts: try CPUCountRuns.parse(cpus), json: json, svg: svg, goals: goals)
             if !met { throw ExitCode(Self.goalsMissedExitCode) }
             return

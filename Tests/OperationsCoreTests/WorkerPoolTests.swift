@@ -400,9 +400,10 @@ struct WorkerPoolTests {
     /// the userInteractive worker on its own CPU first (it stops running that work; the woken
     /// worker preempts it), not the next one after it (W9 "one queue, width CPUs": two wake-ups
     /// of the other vCPU cost 50-100 µs each). Which worker is woken first does not depend on
-    /// timing: 119 of 120 trials on the 2-CPU VM, 160 of 160 beside two CPU hogs, 0 of 120 with
-    /// the hand-over waking as a worker does (the mutation); at least three in four must show
-    /// it. Needs 2 CPUs.
+    /// timing (B is submitted before A, so it becomes ready in A's finish on A's drainer, and the
+    /// count is read once every woken worker parked again): 119 of 120 trials on the 2-CPU VM, 0
+    /// of 120 with the hand-over waking as a worker does (the mutation); at least three in four
+    /// must show it. Needs 2 CPUs.
     @Test func aCarriedTaskWakesTheWorkerOnTheCarriersOwnCPU() async throws {
         let path = try await ProbeBuilder.shared.binary("hand_over_wake_probe").get()
         let result = await runChild(path, ["40"], environment: childEnvironment(), seconds: 60, backtraceOnTimeout: true)

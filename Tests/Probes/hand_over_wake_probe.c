@@ -12,7 +12,8 @@
  * does not depend on timing; a backed wake-up may add the other's, never remove this one's.
  * PROBE_VERBOSE=1 prints each trial's drainer CPU and the wake-ups per CPU on stderr.
  * Prints "trials=N", "own_cpu_woken=K", "skipped=S" (trials whose workers did not park within
- * 2 s, or whose drainer CPU had no userInteractive worker). Exits 0; 3 with fewer than 2 CPUs.
+ * 1 s, or whose drainer CPU had no userInteractive worker). Exits 0; 3 with fewer than two
+ * userInteractive workers (one CPU: no other worker to choose).
  */
 #define _GNU_SOURCE
 #include <operations_core.h>
@@ -43,7 +44,7 @@ static long long now_ns(void) {
 static op_worker_counters_t counters[MAX_WORKERS];
 
 /* The userInteractive pool's pinned workers' wake-ups, indexed by CPU (-1: none there). Returns
- * whether every one of them is parked now. */
+ * whether every one of them is parked now (a worker counts its wake-up when it resumes). */
 static int ui_wakeups(long long *by_cpu, int cpus) {
     size_t count = op_runtime_worker_counters(counters, MAX_WORKERS);
     if (count > MAX_WORKERS) count = MAX_WORKERS;
@@ -62,15 +63,16 @@ int main(int argc, char **argv) {
     int trials = argc > 1 ? atoi(argv[1]) : 40;
     op_runtime_start_workers(OP_QOS_DEFAULT);
     op_runtime_start_workers(OP_QOS_USER_INTERACTIVE);
-    int cpus = 0;
+    int cpus = 0, ui_workers = 0; /* cpus: above the highest CPU id of a worker */
     {
         size_t count = op_runtime_worker_counters(counters, MAX_WORKERS);
         for (size_t i = 0; i < count && i < MAX_WORKERS; i++) {
             if (counters[i].cpu + 1 > cpus) cpus = counters[i].cpu + 1;
+            if (counters[i].qos == OP_QOS_USER_INTERACTIVE && !counters[i].spare && counters[i].cpu >= 0) ui_workers++;
         }
     }
-    if (cpus < 2) {
-        printf("cpus=%d\n", cpus);
+    if (ui_workers < 2) {
+        printf("ui_workers=%d\n", ui_workers);
         return 3;
     }
     long long *before = calloc((size_t)cpus, sizeof *before);
@@ -78,7 +80,7 @@ int main(int argc, char **argv) {
     op_queue_t *queue = op_queue_create("hand-over-probe", OP_QOS_DEFAULT, 2);
     int own = 0, skipped = 0;
     for (int trial = 0; trial < trials; trial++) {
-        long long deadline = now_ns() + 2000000000LL;
+        long long deadline = now_ns() + 1000000000LL;
         int parked = 0;
         while (!(parked = ui_wakeups(before, cpus)) && now_ns() < deadline) sched_yield();
         if (!parked) {
@@ -91,15 +93,18 @@ int main(int argc, char **argv) {
         op_task_t *a = op_task_create(note_cpu, NULL, &attr);
         attr.qos = OP_QOS_USER_INTERACTIVE;
         op_task_t *b = op_task_create(nothing, NULL, &attr);
-        /* B becomes ready on A's drainer, which then carries it (not the submitter, which
-         * would wake as a thread that is not a worker). */
+        /* B becomes ready on A's drainer, in A's finish, which then carries it (not on this
+         * thread, which wakes as a thread that is not a worker): B is submitted first, so no
+         * hold of its submit is left when A finishes. */
         if (op_task_add_dependency(b, a) != 0) return 2;
-        op_queue_submit(queue, a);
         op_queue_submit(queue, b);
+        op_queue_submit(queue, a);
         if (op_task_wait(b, 10LL * 1000000000LL) != 0) return 2;
         op_task_release(a);
         op_task_release(b);
-        ui_wakeups(after, cpus);
+        /* Every woken worker has resumed (and counted its wake-up) once all are parked again. */
+        deadline = now_ns() + 2000000000LL;
+        while (!ui_wakeups(after, cpus) && now_ns() < deadline) sched_yield();
         int cpu = atomic_load(&drainer_cpu);
         if (cpu < 0 || cpu >= cpus || before[cpu] < 0) {
             skipped++;

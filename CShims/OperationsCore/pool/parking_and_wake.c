@@ -8,15 +8,18 @@
  * that another pool serves now to that pool, as their class's `home` says: a queue's token after
  * a QoS, promotion or placement change, a carried task's after its promotion.
  *
- * Idle workers spin for 0.5 µs ("searching", at most half the pool), look up to 30 µs more
- * while yielding the CPU (the loop in worker.c, which says why), then park, each on a futex word of its own,
+ * Idle workers spin for 0.5 µs ("searching", at most half the pool), then (the first two)
+ * yield the CPU between looks until 30 µs from the start (worker.c says why), then park, each
+ * on a futex word of its own,
  * with a bit in the pool's `parked` mask (op_worker_park; spares park on the pool's event count,
  * parking.c). A token push wakes one parked worker, and only when no worker is searching
  * (op_pool_wake_one): in a pool of the default class or above, a thread that is not a worker
  * wakes the one pinned to its own CPU, which preempts it and finds the caches warm, and one on
- * another CPU as well if that one did not run at once; a worker, and a submitter to another
- * pool, the next parked one after its own CPU's (its own CPU is busy) and its own CPU's only
- * when no other is parked. A worker that finds work after searching or parking wakes one more
+ * another CPU as well if that one did not run at once; so does a worker that hands work over
+ * into a class at least its own (op_pool_hand_over_token: a task it carries away as it leaves
+ * the queue, the slot a carrier gives back); a worker, and a submitter to another pool, the
+ * next parked one after its own CPU's (its own CPU is busy) and its own CPU's only when no
+ * other is parked. A worker that finds work after searching or parking wakes one more
  * if tokens are left, so bursts fan out without a wake per task. How many tokens a queue hands
  * out is the queue's policy (queue.c: a new slot only while none of its drainers idles).
  *
@@ -168,10 +171,11 @@ static bool op_pool_wake_worker(op_pool *pool, int index) {
  * idle, in a probe that spins after each submit on 2 CPUs), so a submitter wakes as a worker
  * does. A worker of any pool keeps its own CPU busy with the body that submitted, so it wakes a
  * worker on another CPU, the first parked one after its own (wake-ups spread over the CPUs), and
- * the one on its own CPU only when no other is parked — unless it hands the work over
- * (op_pool_hand_over_token: a task it carries to another pool, the slot a carrier gives back):
- * then it stops running that work itself, and wakes as a submitter does, its own CPU's worker
- * first, which preempts it where the class is above its own, or runs as it searches and parks.
+ * the one on its own CPU only when no other is parked — unless it hands the work over into a
+ * class at least its own (op_pool_hand_over_token: a task it carries to another pool as it
+ * leaves the queue, the slot a carrier gives back): then it stops running that work itself,
+ * and wakes as a submitter does, its own CPU's worker first, which preempts it where the class
+ * is above its own, or runs as it searches (yielding) and parks.
  * Waking the other CPU's worker instead cost W9 "one queue, width CPUs" two wake-ups of a
  * vCPU (50–100 µs each in the trace: the background carrier's slot to a default drainer on
  * the other CPU, its carry of the probe to a userInteractive worker on the first CPU again).
@@ -180,7 +184,12 @@ static bool op_pool_wake_worker(op_pool *pool, int index) {
 void op_pool_wake_one(op_pool *pool) { op_pool_wake_one_for(pool, false); }
 
 void op_pool_wake_one_for(op_pool *pool, bool handing_over) {
-    op_worker *self = handing_over ? NULL : op_tls_worker;
+    op_worker *self = op_tls_worker;
+    /* A hand-over wakes as a submitter does, its own CPU's worker first, only into a class at
+     * least its own (pool->qos: -1 for a pool made for a nice value, which never wakes on the
+     * submitter's CPU): a worker of a lower class would not preempt it, and the backstop would
+     * wake a second one every time. */
+    if (handing_over && self && pool->qos >= self->pool->qos) self = NULL;
     int cpu = self && !self->spare ? self->cpu : sched_getcpu();
     int local = cpu >= 0 && cpu <= pool->max_cpu_id ? pool->worker_of_cpu[cpu] : -1;
     uint32_t ticket;

@@ -89,8 +89,9 @@ int op_pool_wanted_nice(const op_pool *pool);
 /* Hands a token (a queue's claimed slot) to the pool and wakes a worker if none searches. */
 void op_pool_push_token(op_pool *pool, op_token *token);
 /* The same from a worker that hands the token's work over and does not run it itself (a task
- * it carries to another pool, a slot it gives back): the worker on its own CPU is woken first,
- * as for a submitter that is not a worker (parking_and_wake.c says why). */
+ * it carries to another pool as it leaves the queue, a slot it gives back): in a pool of a class
+ * at least its own, the worker on its own CPU is woken first, as for a submitter that is not a
+ * worker (parking_and_wake.c says why). */
 void op_pool_hand_over_token(op_pool *pool, op_token *token);
 /* Moves the tokens waiting in `pool` that another pool serves now (their class's `home`: a
  * queue's after a QoS, promotion or placement change, a carried task's after its promotion) to

@@ -143,7 +143,8 @@ struct op_pool {
     int parked_words;
     int *worker_of_cpu;
     int max_cpu_id;
-    /* Whether a submitter's wake-up goes to the worker on its own CPU first (op_pool_wake_one):
+    /* Whether a submitter's wake-up (and a worker's hand-over into this class or above:
+     * op_pool_hand_over_token) goes to the worker on its own CPU first (op_pool_wake_one_for):
      * a class's pool of the default class or above whose workers run under SCHED_OTHER (the
      * kernel never lets a SCHED_BATCH thread preempt on waking). Set by the workers as they
      * start; relaxed: a hint that only picks which worker a wake-up goes to. */
@@ -262,8 +263,9 @@ op_token *op_pool_take_token(op_pool *pool, int home);
 /* parking_and_wake.c: wakes one parked worker (or spare) for a token just pushed (after the
  * caller's push and seq_cst fence). */
 void op_pool_wake_one(op_pool *pool);
-/* The same, for a worker that hands the token's work over (op_pool_hand_over_token): it wakes
- * as a thread that is not a worker does, its own CPU's worker first. */
+/* The same, for a worker that hands the token's work over (op_pool_hand_over_token): into a
+ * class at least its own it wakes as a thread that is not a worker does, its own CPU's worker
+ * first. */
 void op_pool_wake_one_for(op_pool *pool, bool handing_over);
 /* parking_and_wake.c: wakes every parked worker and spare (a placed pool's idle workers leaving
  * one after another). */

@@ -42,17 +42,20 @@
 #include <pthread.h>
 #include <sched.h>
 
-/* Spinning uses op_spin_pause (parking.c): pauses for a microsecond, then yields the CPU
- * between looks, so a thread that would give us work is not starved of it on a small box. */
+/* An idle worker's search (the loop below): pauses between looks (op_cpu_relax), then yields
+ * the CPU between looks, so a thread that would give us work is not starved of it. */
 #define OP_SEARCH_NS 30000  /* an idle worker looks for tokens this long before parking */
 #define OP_SEARCH_SPIN_NS 500  /* ... the first part of it spinning, counted as searching */
-#define OP_YIELD_SEARCHERS 2   /* ... the rest yielding the CPU, only this many at once */
+#define OP_YIELD_SEARCHERS 2   /* ... the rest yielding the CPU, only this many at once (the
+                                  others park after spinning) */
 /* Why the yielding part is long and the spinning part short (issue 36, E1 "round trip from
  * default" and W7 "stream"): work often comes back from a thread that our last task woke, and
  * the kernel puts that thread on our CPU (it wakes on the waker's CPU when the other one is
  * busy). A spinning searcher keeps it off the CPU (it has a shorter time slice, so the woken
  * thread does not preempt it); a yielding one lets it run at once and takes what it submits
- * on its next look, without a futex wake-up, which costs ~10 µs on a VM. Measured on the 2-CPU
+ * on its next look, instead of waiting for a futex wake-up (~10 µs on a VM; a yielding
+ * searcher is not counted as searching, so the push may still wake a parked worker on another
+ * CPU, which then finds nothing and parks again). Measured on the 2-CPU
  * VM: 8 µs of search (2 µs spinning) → 30 µs (0.5 µs spinning): Swift's default executor →
  * queue → back 10–18 µs → 5–7.5 µs per round trip; W7 stream p50 8 µs → 1 µs. Parking at once
  * instead: 19–23 µs. Spinning all 8 µs: 15–20 µs. The cost is CPU: a worker that found no

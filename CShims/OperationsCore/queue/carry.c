@@ -218,11 +218,15 @@ op_carry *op_carry_prepare(op_carry *carry, op_queue_t *queue, op_task_t *task, 
     return carry;
 }
 
-void op_carry_push(op_carry *carry, op_pool *target) {
+void op_carry_push(op_carry *carry, op_pool *target, bool handing_over) {
     op_worker_count_carry();
     OP_OBSERVE_CARRY(carry->task, carry->queue, op_pool_qos(target), op_pool_wanted_nice(target));
     OP_RACE_WINDOW("carry: before the push into the target pool");
-    op_pool_hand_over_token(target, &carry->token); /* we do not run it: our CPU's worker may */
+    if (handing_over) {
+        op_pool_hand_over_token(target, &carry->token); /* we leave: our CPU's worker may run it */
+    } else {
+        op_pool_push_token(target, &carry->token);
+    }
 }
 
 /* The carrier came for a task that was to run outside the slots and has not started: a queue
@@ -310,7 +314,7 @@ bool op_carry_ready_outside_width(op_queue_t *queue, op_task_t *task) {
     } while (!atomic_compare_exchange_weak_explicit(&task->state, &state,
                                                     state | OP_STATE_TAKEN | OP_STATE_OUTSIDE_WIDTH,
                                                     memory_order_acq_rel, memory_order_relaxed));
-    op_carry_push(carry, target); /* the last touch of the queue: the task's unit keeps it */
+    op_carry_push(carry, target, false); /* the last touch of the queue: the task's unit keeps it */
     return true;
 }
 
@@ -321,6 +325,6 @@ bool op_carry_taken_outside_width(op_queue_t *queue, op_task_t *task) {
     if (!carry) return false;
     /* relaxed: the task is ours (claimed); the token push publishes the bit with the task. */
     atomic_fetch_or_explicit(&task->state, OP_STATE_OUTSIDE_WIDTH, memory_order_relaxed);
-    op_carry_push(carry, target);
+    op_carry_push(carry, target, false); /* the caller goes on running (a body, a drainer) */
     return true;
 }

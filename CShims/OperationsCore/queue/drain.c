@@ -438,7 +438,7 @@ void op_drain_run_carried(op_carry *carry) {
     if (result == OP_RAN_CARRIED) {
         /* Raised after it was carried here, before its body started: on to the raised class's
          * pool, with whatever it holds (the same record). */
-        op_carry_push(out.carry, out.target);
+        op_carry_push(out.carry, out.target, true); /* we leave: hand it over */
         return;
     }
     op_carry_free(carry);
@@ -558,7 +558,7 @@ static void op_drain_token_run(op_token *token) {
             uint64_t sub = finished + drain->credit;
             op_drain_detach();
             op_queue_dispatch_sub(queue, 1, sub);
-            op_carry_push(out.carry, out.target);
+            op_carry_push(out.carry, out.target, true); /* we leave the queue: hand it over */
             return;
         }
         if (result == OP_RAN_HANDED_OFF) {

@@ -379,8 +379,11 @@ op_pool *op_carry_target(op_pool *pool, op_task_t *task, int qos, int class_nice
 /* The record for carrying a started task: `carry` itself (a carrier carrying it on), or a new
  * one holding the drainer's slot; NULL when out of memory (the caller runs it itself). */
 op_carry *op_carry_prepare(op_carry *carry, op_queue_t *queue, op_task_t *task, int renice);
-/* Pushes the record into `target`: the carrier owns it from then on. */
-void op_carry_push(op_carry *carry, op_pool *target);
+/* Pushes the record into `target`: the carrier owns it from then on. `handing_over`: the caller
+ * leaves the work (a drainer that gives up the queue with the carry) and wakes `target`'s worker
+ * on its own CPU first (op_pool_hand_over_token); false where it goes on running (a body or a
+ * drainer that made the task ready or took it outside the slots). */
+void op_carry_push(op_carry *carry, op_pool *target, bool handing_over);
 void op_carry_free(op_carry *carry);
 op_task_t *op_carry_task(const op_carry *carry);
 op_queue_t *op_carry_queue(const op_carry *carry);

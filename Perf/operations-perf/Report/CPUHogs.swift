@@ -15,8 +15,11 @@ enum CPUHogs {
     /// How many hogs the run was asked for.
     nonisolated(unsafe) private(set) static var count = 0
 
-    /// Starts `count` hogs and waits until each has run (its /proc state is R), so the first
-    /// workload already shares the machine.
+    /// Starts `count` hogs and waits until each spins (it renamed itself `perf-hog`, which
+    /// `perf_spin_forever` does first), so the first workload already shares the machine.
+    /// Call it on the main thread: a child's PR_SET_PDEATHSIG fires when the thread that
+    /// started it exits, so hogs started from another thread would die with that thread, and
+    /// hogs started from a thread that outlives the run would not.
     static func start(_ count: Int) throws {
         guard count > 0 else { return }
         self.count = count
@@ -33,7 +36,7 @@ enum CPUHogs {
         }
         let deadline = Date().addingTimeInterval(5)
         for child in children {
-            while !isRunning(child.processIdentifier) {
+            while !isSpinning(child.processIdentifier) {
                 guard child.isRunning, Date() < deadline else {
                     stop()
                     throw PerfError.setup("--hog: hog process \(child.processIdentifier) did not start spinning within 5 s")
@@ -52,12 +55,14 @@ enum CPUHogs {
         children = []
     }
 
-    /// Whether /proc says the process is running or runnable (state R).
-    private static func isRunning(_ pid: Int32) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return false }
-        return stat[close...].dropFirst(2).first == "R"
+    /// Whether the process renamed itself `perf-hog` (it spins from then on).
+    private static func isSpinning(_ pid: Int32) -> Bool {
+        (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.hasPrefix("perf-hog") == true
     }
+
+    /// The `--cpus` parent starts none itself (each child runs its own, on its CPUs); its report
+    /// says how many each child ran beside.
+    static func noteChildrenRunBeside(_ count: Int) { self.count = count }
 
     /// The body of a `--hog-child` process: spins until killed.
     static func runChild() -> Never {

@@ -16,7 +16,7 @@ enum W9Priority {
         threadPriority 1.0 (a thread priority and a QoS are one request: the probe must not
         wait for a slot behind the load), (b'') as (b) on a queue of explicit width = CPUs
         (maxConcurrentOperationCount: every slot runs load, so a probe waits for the first one
-        that frees; not dispatch, whose queues have no such width), (c) no load, (d) placed: as (a) with the
+        that frees; not dispatch, whose queues have no such width; needs 2 CPUs), (c) no load, (d) placed: as (a) with the
         probe queue placed on the last CPU and the load queue on the others (ours only; needs 2
         CPUs; the load then fills the other CPUs). The load stops once every probe started.
         Reports the nice values probes and load ran at (getpriority in the body). dispatch:
@@ -37,7 +37,8 @@ enum W9Priority {
     static func competitors(_ all: [any Competitor], for scenario: Case, cpus: Int) -> [any Competitor] {
         switch scenario {
         case .placed: return cpus >= 2 ? all.filter(\.canPlace) : []
-        case .oneQueueOfWidth: return all.filter(\.canLimitWidth)
+        // One CPU would make it a serial queue, which raises the load ahead of a probe instead.
+        case .oneQueueOfWidth: return cpus >= 2 ? all.filter(\.canLimitWidth) : []
         default: return all
         }
     }
