@@ -13,7 +13,10 @@ struct OperationsPerf: ParsableCommand {
             Contenders: operations (our Swift API: Operations.BlockOperation on
             Operations.OperationQueue), core (our C API: op_queue_submit_f,
             op_task_create), foundation (Foundation.OperationQueue), dispatch (plain
-            libdispatch). Every item runs the same C body. They run in the same process
+            libdispatch through its C API), swift-dispatch (Swift's DispatchQueue and
+            DispatchGroup with closures: what Swift code writes without operation
+            queues; no operation objects, no width, no placement). Every item runs the
+            same C body. They run in the same process
             in interleaved rounds (A B C D, B C D A, ...); each figure is a median over
             rounds and each ratio is taken within a round. Throughput samples repeat a
             workload back to back until they last --min-sample-ms. Before timing, every
@@ -96,7 +99,7 @@ struct OperationsPerf: ParsableCommand {
     var sameCpu = false
     @Option(help: "Run only these workloads (comma-separated ids from the list below: W1 ... W11, S1 ... S3, E1, sweep, nice-share).")
     var only: String?
-    @Option(help: "Run only these contenders (comma-separated: operations, core, foundation, dispatch).")
+    @Option(help: "Run only these contenders (comma-separated: operations, core, foundation, dispatch, swift-dispatch).")
     var contenders: String?
 
     @Option(help: ArgumentHelp(

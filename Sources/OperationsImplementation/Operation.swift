@@ -574,12 +574,18 @@ open class Operation: @unchecked Sendable {
     }
 
     /// Claims the operation for a queue; traps for an operation that cannot be added.
-    func claimForQueue(_ queue: OperationQueue) {
+    /// `batch`: the operations of an `addOperations` call, this one at `index`, so that an
+    /// operation listed twice is named as such (looked at only on that error path: the enqueued
+    /// bit catches the repeat, so a batch needs no set of what it holds).
+    final func claimForQueue(_ queue: OperationQueue, batch: [Operation]? = nil, index: Int = 0) {
         let old = state.bitwiseOr(State.enqueued, ordering: .acquiringAndReleasing).oldValue
         if old & State.finished != 0 {
             operationMisuse("\(self) added to \(queue), but it is already finished")
         }
         if old & State.enqueued != 0 {
+            if let batch, batch[..<index].contains(where: { $0 === self }) {
+                operationMisuse("\(self) appears twice in addOperations(_:waitUntilFinished:) on \(queue)")
+            }
             operationMisuse("\(self) added to \(queue), but it is already in an OperationQueue")
         }
         if old & (State.started | State.executing) != 0 {

@@ -65,6 +65,7 @@ enum Competitors {
         CoreCompetitor(),
         OperationQueueCompetitor<FoundationAPI>(),
         DispatchCompetitor(),
+        SwiftDispatchCompetitor(),
     ]
 }
 

@@ -101,6 +101,7 @@ enum ChartStyle {
         case "core": "#2ca02c"
         case "foundation": "#d62728"
         case "dispatch": "#7f7f7f"
+        case "swift-dispatch": "#ff7f0e"
         default: "#9467bd"
         }
     }
