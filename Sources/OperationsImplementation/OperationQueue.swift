@@ -147,11 +147,9 @@ open class OperationQueue: @unchecked Sendable {
     open func addOperations(_ operations: [Operation], waitUntilFinished wait: Bool) {
         submitAll(operations)
         if wait {
-            // One acquiring load for an operation whose finish is over (what waitUntilFinished
-            // waits for): no retain and release of its task, which a worker just wrote.
-            for operation in operations where !op_task_finish_is_over(operation.task) {
-                operation.waitUntilFinished()
-            }
+            // Every operation's waitUntilFinished(), as Foundation calls it (a subclass may
+            // override it); one whose finish is over returns after one load.
+            for operation in operations { operation.waitUntilFinished() }
         }
     }
 

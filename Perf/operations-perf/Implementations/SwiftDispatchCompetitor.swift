@@ -86,7 +86,11 @@ struct SwiftDispatchCompetitor: Competitor {
             queue.async { run(item) }
         }
         allDone.wait()
-        return Clock.nanoseconds() - start
+        let elapsed = Clock.nanoseconds() - start
+        // The groups are freed here, after the clock (as the C contender frees its own), not
+        // by the last closure on a worker while the next sample runs.
+        withExtendedLifetime((groups, run)) {}
+        return elapsed
     }
 
     /// Plain: the default global queue. Two queues: the background and userInteractive global
@@ -115,6 +119,33 @@ struct SwiftDispatchCompetitor: Competitor {
     func makeSuspendedQueue() throws -> any SuspendedQueue {
         SwiftDispatchSuspendedQueue()
     }
+
+    /// The background and userInteractive global queues; a group per pair (its wait, or its
+    /// notify for the dependency), as the C contender's.
+    func makeInversionPairs() throws -> (any InversionPairs)? { SwiftDispatchInversionPairs() }
+}
+
+/// W12 pairs of `swift-dispatch` (the closure form of dispatch_baseline_inversion).
+private struct SwiftDispatchInversionPairs: InversionPairs {
+    func submit(depends: Bool, target: ProbeSlot, waiter: ProbeSlot) {
+        let group = DispatchGroup()
+        waiter.markSubmitted()
+        DispatchQueue.global(qos: .background).async(group: group) {
+            perf_inversion_target_body(UnsafeMutableRawPointer(target.pointer))
+        }
+        let interactive = DispatchQueue.global(qos: .userInteractive)
+        if depends {
+            // dispatch's form of a dependency: the notify closure runs once the group is empty.
+            group.notify(queue: interactive) { perf_probe_body(UnsafeMutableRawPointer(waiter.pointer)) }
+        } else {
+            interactive.async {
+                group.wait()
+                perf_probe_body(UnsafeMutableRawPointer(waiter.pointer))
+            }
+        }
+    }
+
+    func close() {}
 }
 
 /// W7 / W9 queues of `swift-dispatch`.
@@ -137,9 +168,9 @@ private struct SwiftDispatchProbeTarget: ProbeTarget {
     func close() {}
 }
 
-/// A suspended concurrent queue and a group (W8): closures that capture nothing but the
-/// harness's counter.
-private final class SwiftDispatchSuspendedQueue: SuspendedQueue, @unchecked Sendable {
+/// A suspended concurrent queue and a group (W8): closures that capture nothing (the counter
+/// is a static).
+private final class SwiftDispatchSuspendedQueue: SuspendedQueue {
     let queue = DispatchQueue(label: "perf.swift-dispatch.suspended", attributes: [.concurrent, .initiallyInactive])
     let group = DispatchGroup()
 

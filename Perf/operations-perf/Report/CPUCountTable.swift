@@ -9,7 +9,7 @@ enum CPUCountTable {
         let keys = CPUCountRuns.keyedResults(first.report)
         let names = Competitors.all.map(\.name)
         let countColumns = counts.map { "\($0) cpu" }
-        let widths = [4, 12, 16, 12] + counts.map { _ in 9 } + [2] + counts.map { _ in 9 }
+        let widths = [4, 12, 16, 15] + counts.map { _ in 9 } + [2] + counts.map { _ in 9 }
         Swift.print("\nPer CPU count: ns per op (median of rounds) | xdispatch (dispatch's time / ours, same round; above 1 is faster)")
         row(["id", "workload", "size", "contender"] + countColumns + ["|"] + countColumns, widths)
         for (key, result) in keys {

@@ -78,7 +78,7 @@ enum Table {
     private static func throughputRows(_ results: [ThroughputResult]) {
         let names = Competitors.all.map(\.name)
         let others = names.filter { $0 != "dispatch" }
-        let widths = [4, 12, 19] + names.map { _ in 11 } + others.map { _ in 10 }
+        let widths = [4, 12, 19] + names.map { max(11, $0.count + 1) } + others.map { _ in 10 }
         row(["id", "workload", "size"] + names + others.map { "\($0.prefix(4))xdisp" }, widths)
         for result in results {
             row([result.id, result.name, result.size] + names.map { format(result.median($0)) }
@@ -103,7 +103,7 @@ enum Table {
         }
     }
 
-    private static func latencyRows(_ results: [LatencyResult], nice: Bool, scenarioWidth: Int = 12, contenderWidth: Int = 12) {
+    private static func latencyRows(_ results: [LatencyResult], nice: Bool, scenarioWidth: Int = 12, contenderWidth: Int = 15) {
         let widths = [scenarioWidth, contenderWidth, 9, 9, 9, 10, 8] + (nice ? [16, 12] : [])
         row(["scenario", "contender", "p50", "p99", "p99.9", "max", "count"] + (nice ? ["probe nice", "load nice"] : []), widths)
         for result in results {
