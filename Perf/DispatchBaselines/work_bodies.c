@@ -80,6 +80,13 @@ int perf_exit_with_parent(int parent_pid) {
     return getppid() == parent_pid ? 0 : ESRCH;
 }
 
+int perf_pin_process(int pid, int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return sched_setaffinity(pid, sizeof set, &set) == 0 ? 0 : errno;
+}
+
 void perf_spin_forever(void) {
     /* volatile: the loop must do work the compiler cannot drop (an empty infinite loop may be
      * removed). */

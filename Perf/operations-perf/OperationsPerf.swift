@@ -116,6 +116,10 @@ struct OperationsPerf: ParsableCommand {
         "Run beside N CPU hogs: busy processes at nice 0, unpinned, for the whole run (the noisy neighbour of a shared machine); the header says so. With --cpus each child runs its own, on its CPUs.",
         valueName: "N"))
     var hog = 0
+    @Option(help: ArgumentHelp(
+        "Pin the --hog processes to these CPUs, round robin (comma-separated CPU ids): which CPU the neighbour takes, instead of the kernel's choice.",
+        valueName: "list"))
+    var hogCpus: String?
     /// The body of one hog process (started by --hog).
     @Flag(help: .hidden)
     var hogChild = false
@@ -139,6 +143,11 @@ struct OperationsPerf: ParsableCommand {
         }
         if hogChild { CPUHogs.runChild() }
         guard hog >= 0 else { throw ValidationError("--hog must be >= 0") }
+        let hogPins = try (hogCpus ?? "").split(separator: ",").map { item -> Int in
+            guard let cpu = Int(item), cpu >= 0 else { throw ValidationError("--hog-cpus: '\(item)' is not a CPU id") }
+            return cpu
+        }
+        if !hogPins.isEmpty && hog == 0 { throw ValidationError("--hog-cpus needs --hog N") }
         if let pinCpus {
             // Before the runtimes start any thread: every thread after this inherits the mask.
             let rc = perf_restrict_to_cpus(Int32(pinCpus))
@@ -147,13 +156,13 @@ struct OperationsPerf: ParsableCommand {
             }
         }
         if let cpus {
-            CPUHogs.noteChildrenRunBeside(hog)
+            CPUHogs.noteChildrenRunBeside(hog, pinnedTo: hogPins)
             let met = try CPUCountRuns.run(counts: try CPUCountRuns.parse(cpus), json: json, svg: svg, goals: goals)
             if !met { throw ExitCode(Self.goalsMissedExitCode) }
             return
         }
         let config = try configuration()
-        try CPUHogs.start(hog)
+        try CPUHogs.start(hog, pinnedTo: hogPins)
         defer { CPUHogs.stop() }
         TraceCapture.directory = trace
         Watchdog.limitSeconds = watchdog

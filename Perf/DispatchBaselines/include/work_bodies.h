@@ -33,6 +33,9 @@ int perf_affinity_cpu_count(void);
  * of whatever is measured next). 0; ESRCH when the parent `parent_pid` has already gone (the
  * child then stops); or the error of the call. */
 int perf_exit_with_parent(int parent_pid);
+/* Pins process (its main thread) `pid` to CPU `cpu` (`--hog-cpus`). 0, or the error of
+ * sched_setaffinity. */
+int perf_pin_process(int pid, int cpu);
 /* Burns the calling thread's CPU until the process is killed: the body of a `--hog` child. */
 __attribute__((noreturn)) void perf_spin_forever(void);
 

@@ -14,15 +14,18 @@ enum CPUHogs {
     nonisolated(unsafe) private static var children: [Process] = []
     /// How many hogs the run was asked for.
     nonisolated(unsafe) private(set) static var count = 0
+    /// The CPUs they were pinned to (`--hog-cpus`), round robin; empty: unpinned.
+    nonisolated(unsafe) private(set) static var cpus: [Int] = []
 
     /// Starts `count` hogs and waits until each spins (it renamed itself `perf-hog`, which
     /// `perf_spin_forever` does first), so the first workload already shares the machine.
     /// Call it on the main thread: a child's PR_SET_PDEATHSIG fires when the thread that
     /// started it exits, so hogs started from another thread would die with that thread, and
     /// hogs started from a thread that outlives the run would not.
-    static func start(_ count: Int) throws {
+    static func start(_ count: Int, pinnedTo cpus: [Int] = []) throws {
         guard count > 0 else { return }
         self.count = count
+        self.cpus = cpus
         let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         for _ in 0..<count {
             let child = Process()
@@ -33,6 +36,14 @@ enum CPUHogs {
                 throw PerfError.setup("--hog: a hog process could not start: \(error)")
             }
             children.append(child)
+            if !cpus.isEmpty {
+                let cpu = cpus[(children.count - 1) % cpus.count]
+                let rc = perf_pin_process(child.processIdentifier, Int32(cpu))
+                if rc != 0 {
+                    stop()
+                    throw PerfError.setup("--hog-cpus: hog process \(child.processIdentifier) could not be pinned to CPU \(cpu) (error \(rc))")
+                }
+            }
         }
         let deadline = Date().addingTimeInterval(5)
         for child in children {
@@ -62,7 +73,10 @@ enum CPUHogs {
 
     /// The `--cpus` parent starts none itself (each child runs its own, on its CPUs); its report
     /// says how many each child ran beside.
-    static func noteChildrenRunBeside(_ count: Int) { self.count = count }
+    static func noteChildrenRunBeside(_ count: Int, pinnedTo cpus: [Int]) {
+        self.count = count
+        self.cpus = cpus
+    }
 
     /// The body of a `--hog-child` process: spins until killed.
     static func runChild() -> Never {
