@@ -67,15 +67,19 @@ struct DispatchCompetitor: Competitor {
             // No per-item thread priority either: the same queue with or without one.
             let queue = dispatch_baseline_concurrent_queue("perf.priority")
             return DispatchProbeTarget(loadQueue: queue, probeQueue: queue, owned: true)
-        case .placed:
-            throw PerfError.setup("dispatch cannot place queues on CPUs")
-        case .oneQueueOfWidth:
-            throw PerfError.setup("dispatch queues have no width between 1 and unlimited")
+        case .placed, .oneQueueOfWidth:
+            throw DispatchCompetitor.refusal(layout)
         }
     }
 
     /// A dispatch queue is serial or unlimited: no explicit width.
     var canLimitWidth: Bool { false }
+
+    /// Why libdispatch has no form for `layout` (this contender's and swift-dispatch's answer).
+    static func refusal(_ layout: ProbeLayout) -> PerfError {
+        if case .placed = layout { return .setup("dispatch cannot place queues on CPUs") }
+        return .setup("dispatch queues have no width between 1 and unlimited")
+    }
 
     func makeSuspendedQueue() throws -> any SuspendedQueue {
         DispatchSuspendedQueue(state: dispatch_baseline_suspended_create())

@@ -106,10 +106,8 @@ struct SwiftDispatchCompetitor: Competitor {
         case .oneQueue:
             let queue = DispatchQueue(label: "perf.swift-dispatch.priority", attributes: .concurrent)
             return SwiftDispatchProbeTarget(loadQueue: queue, probeQueue: queue, perItemQoS: true)
-        case .placed:
-            throw PerfError.setup("dispatch cannot place queues on CPUs")
-        case .oneQueueOfWidth:
-            throw PerfError.setup("dispatch queues have no width between 1 and unlimited")
+        case .placed, .oneQueueOfWidth:
+            throw DispatchCompetitor.refusal(layout)
         }
     }
 
