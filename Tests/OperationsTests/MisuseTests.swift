@@ -97,7 +97,10 @@ struct MisuseTests {
     // stack), in one message of bounded length.
     @Test func D4_aCycleThroughAChainOfAHundredThousandIsReportedByTheWait() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            armWatchdog("a wait behind a cycle through a long chain did not report it")
+            // 60 s: building 10^5 operations takes 5-10 s under ThreadSanitizer beside the
+            // other tests (CI on 2 CPUs: 10.4 s once, and once past the 10 s default); a hang
+            // guard, not a timing assertion.
+            armWatchdog("a wait behind a cycle through a long chain did not report it", seconds: 60)
             let queue = OperationQueue()
             var chain: [Operation] = []
             for index in 0..<100_000 {
