@@ -361,12 +361,6 @@ open class Operation: @unchecked Sendable {
         if op_task_current() == task {
             operationMisuse("waitUntilFinished() called on \(self) from inside its own work; it would wait forever")
         }
-        // Finished, with its finish over (what the wait below waits for): one acquiring load,
-        // no retain and release of a task a worker just wrote (addOperations with a wait calls
-        // this for every operation of its batch). The caller's reference keeps the operation,
-        // and so its task, alive across the load.
-        let task = self.task
-        if op_task_finish_is_over(task) { return }
         // The core reference keeps the task alive across the wait in a way ThreadSanitizer
         // sees (it does not see Swift's reference counts as synchronising).
         op_task_retain(task)
