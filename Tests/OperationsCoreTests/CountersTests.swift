@@ -110,7 +110,11 @@ import Testing
         let utility = workers.prefix(min(listed, workers.count)).filter { $0.qos == OP_QOS_UTILITY.rawValue && !$0.spare && !$0.placed }
         #expect(utility.count == Int(op_runtime_worker_count(OP_QOS_UTILITY)))
         #expect(utility.allSatisfy { $0.tid > 0 && $0.cpu >= 0 && $0.tasks >= $0.steals })
-        #expect(utility.reduce(0) { $0 + $1.tasks } >= 500)
+        // Spares of the class count too: under ThreadSanitizer beside other tests the monitor
+        // may count a slow worker blocked and let a spare run part of the 500 (CI, 432 of 500
+        // on the pinned workers alone).
+        let spares = workers.prefix(min(listed, workers.count)).filter { $0.qos == OP_QOS_UTILITY.rawValue && $0.spare }
+        #expect((utility + spares).reduce(0) { $0 + $1.tasks } >= 500)
     }
 
     /// Every worker of a class asleep in a body where the core cannot see (nanosleep), one more
