@@ -21,11 +21,14 @@ extension Operation {
         // Unmanaged into the closure: capturing `operation` costs a retain and a release
         // around it besides the list's own reference.
         let dependency = Unmanaged.passUnretained(operation)
-        let added = withExtras { extras -> Bool in
-            dependency._withUnsafeGuaranteedRef { operation in
-                if extras.dependencies.contains(operation) { return false }
+        // The extras come back unretained: they live as long as the operation (deinit frees
+        // them), and the generation's bump below needs no lock.
+        let (added, extras) = withExtras { extras -> (Bool, Unmanaged<OperationExtras>) in
+            let reference = Unmanaged.passUnretained(extras)
+            return dependency._withUnsafeGuaranteedRef { operation in
+                if extras.dependencies.contains(operation) { return (false, reference) }
                 extras.dependencies.append(operation)
-                return true
+                return (true, reference)
             }
         }
         guard added else { return }
@@ -41,7 +44,7 @@ extension Operation {
             // A new generation, once the core and the late mark know the dependency: an
             // announcement that read the old one posts its change (its readiness check may
             // have come first), and this dependency's finish posts the next one.
-            withExtras { $0.dependencyGeneration += 1 }
+            extras._withUnsafeGuaranteedRef { _ = $0.dependencyGeneration.wrappingAdd(1, ordering: .sequentiallyConsistent) }
             // The announcement re-reads `isReady` and tells observers; a plain BlockOperation
             // (its isReady is ours) without observers has nobody to tell, and the core makes it
             // ready: W4–W6 add no registration per edge. Unless it has a late dependency: then
@@ -150,7 +153,7 @@ extension Operation {
         if state.load(ordering: .acquiring) & (State.started | State.finished) != 0 { return }
         // The generation before the readiness check: a dependency added after it bumps it, so
         // the change posted here does not hide that dependency's own.
-        let generation = readExtras(Int64(0)) { $0.dependencyGeneration }
+        let generation = readExtras(Int64(0)) { $0.dependencyGeneration.load(ordering: .sequentiallyConsistent) }
         guard dependenciesFinished else { return }
         let first = withExtras { extras -> Bool in
             guard extras.announcedGeneration != generation else { return false }

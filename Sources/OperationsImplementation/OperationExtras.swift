@@ -4,6 +4,8 @@
 // plain operation carries no pointer for them (see OperationStateBits.swift). An operation whose
 // core task's address has high bits set (a tagged pointer) gets them at creation, to hold it.
 
+import Synchronization
+
 /// The state of an operation that few operations use: created on first use (or with the
 /// operation, for a task address the state word cannot hold), guarded by the
 /// operation's stripe of `StripedLock.shared`, and freed by the operation's deinit. The lock
@@ -22,7 +24,12 @@ final class OperationExtras {
     /// posted: each finished dependency announces, and one whose announcement comes late (after
     /// its core task finished, the next dependency may have finished too) must not post the same
     /// change twice, while a change after a dependency added since is still posted.
-    @exclusivity(unchecked) var dependencyGeneration: Int64 = 0
+    ///
+    /// The bump is an atomic add, outside the lock: it was the second lock of every edge that
+    /// `addDependency(_:)` adds (issue 36). sequentially consistent: a reader's load, made before
+    /// it checks readiness, either sees the bump or reads the generation before it, as it would
+    /// under the lock; nothing else is published through it.
+    let dependencyGeneration = Atomic<Int64>(0)
     @exclusivity(unchecked) var announcedGeneration: Int64 = -1
     @exclusivity(unchecked) var completionBlock: (@Sendable () -> Void)?
     @exclusivity(unchecked) var name: String?
@@ -38,20 +45,26 @@ final class OperationExtras {
     init(task: OpaquePointer) { self.task = task }
 }
 
-/// An operation's dependencies in the order they were added, holding each one: the first inline
-/// and the others in an array made only for a second one. Most operations that have dependencies
-/// have one (a chain, a fan-out's children): for them this saves the array's allocation and
-/// release, a quarter of the allocator's work per operation in W4. A wide fan-in also keeps a set
-/// of the identities, made once the list passes `indexedFrom`, so that the duplicate check of
-/// `addDependency(_:)` stays O(1) (a fan-in of 10^5 took 5·10^9 comparisons to add without it).
+/// An operation's dependencies in the order they were added, holding each one: the first two
+/// inline and the others in an array made only for a third one. Most operations that have
+/// dependencies have one (a chain, a fan-out's children) or two (a wavefront's cell, a join):
+/// for them this saves the array's allocation and release (with one inline, a quarter of the
+/// allocator's work per operation in W4; the second inline took the array from each of W5's
+/// cells, issue 36). A wide fan-in also keeps a set of the identities, made once the list passes
+/// `indexedFrom`, so that the duplicate check of `addDependency(_:)` stays O(1) (a fan-in of
+/// 10^5 took 5·10^9 comparisons to add without it).
+///
+/// Invariant: `second` is set only while `first` is, and `rest` is non-empty only while both
+/// are; the order is first, second, rest.
 struct DependencyList {
     private(set) var first: Operation?
+    private(set) var second: Operation?
     private(set) var rest: [Operation] = []
-    /// The identities of `first` and `rest`, once `rest` holds `indexedFrom` of them.
+    /// The identities of every entry, once `rest` holds `indexedFrom` of them.
     private var index: Set<ObjectIdentifier>?
 
-    /// The length from which `index` is kept: below it a linear look is cheaper than hashing
-    /// (W6's fan-in of 100 paid 1 % of its samples in Hasher with 32).
+    /// The length of `rest` from which `index` is kept: below it a linear look is cheaper than
+    /// hashing (W6's fan-in of 100 paid 1 % of its samples in Hasher with 32).
     static let indexedFrom = 128
 
     var isEmpty: Bool { first == nil }
@@ -60,7 +73,7 @@ struct DependencyList {
     func contains(_ operation: Operation) -> Bool {
         guard let first else { return false }
         if let index { return index.contains(ObjectIdentifier(operation)) }
-        return first === operation || rest.contains { $0 === operation }
+        return first === operation || second === operation || rest.contains { $0 === operation }
     }
 
     mutating func append(_ operation: Operation) {
@@ -68,11 +81,15 @@ struct DependencyList {
             first = operation
             return
         }
+        if second == nil {
+            second = operation
+            return
+        }
         rest.append(operation)
         if index != nil {
             index!.insert(ObjectIdentifier(operation))
         } else if rest.count >= DependencyList.indexedFrom {
-            var made = Set<ObjectIdentifier>(minimumCapacity: rest.count * 2)
+            var made = Set<ObjectIdentifier>(minimumCapacity: count * 2)
             forEach { made.insert(ObjectIdentifier($0)) }
             index = made
         }
@@ -85,7 +102,13 @@ struct DependencyList {
             guard index!.remove(ObjectIdentifier(operation)) != nil else { return false }
         }
         if current === operation {
-            first = rest.isEmpty ? nil : rest.removeFirst()
+            // Everything moves up one place.
+            first = second
+            second = rest.isEmpty ? nil : rest.removeFirst()
+            return true
+        }
+        if let next = second, next === operation {
+            second = rest.isEmpty ? nil : rest.removeFirst()
             return true
         }
         guard let position = rest.firstIndex(where: { $0 === operation }) else { return false }
@@ -96,26 +119,37 @@ struct DependencyList {
     /// Whether `predicate` holds for every dependency (true for none).
     func allSatisfy(_ predicate: (Operation) -> Bool) -> Bool {
         guard let first else { return true }
-        return predicate(first) && rest.allSatisfy(predicate)
+        guard predicate(first) else { return false }
+        guard let second else { return true }
+        return predicate(second) && rest.allSatisfy(predicate)
     }
 
     /// How many dependencies it holds.
-    var count: Int { first == nil ? 0 : 1 + rest.count }
+    var count: Int { first == nil ? 0 : second == nil ? 1 : 2 + rest.count }
 
     /// The dependency at `index` (0 is the first added).
-    subscript(index: Int) -> Operation { index == 0 ? first! : rest[index - 1] }
+    subscript(index: Int) -> Operation {
+        switch index {
+        case 0: first!
+        case 1: second!
+        default: rest[index - 2]
+        }
+    }
 
     /// Calls `body` for each dependency in order.
     func forEach(_ body: (Operation) -> Void) {
         guard let first else { return }
         body(first)
+        guard let second else { return }
+        body(second)
         rest.forEach(body)
     }
 
     /// The dependencies as an array, in order (what `Operation.dependencies` reports).
     var array: [Operation] {
         guard let first else { return [] }
-        if rest.isEmpty { return [first] }
-        return [first] + rest
+        guard let second else { return [first] }
+        if rest.isEmpty { return [first, second] }
+        return [first, second] + rest
     }
 }

@@ -490,6 +490,58 @@ final class Timeline: @unchecked Sendable {
         #expect(receiver.dependencies == [b])
     }
 
+    // The list keeps its first two entries apart from the rest (issue 36): removals at each
+    // place, duplicates and re-adds keep the order, also past the length where duplicates are
+    // found through an index.
+    @Test func D5_theOrderHoldsAcrossEveryPlaceInTheList() {
+        let ops = (0..<6).map { index -> BlockOperation in
+            let operation = BlockOperation {}
+            operation.name = "d\(index)"
+            return operation
+        }
+        let receiver = BlockOperation {}
+        for operation in ops { receiver.addDependency(operation) }
+        #expect(receiver.dependencies == ops)
+        receiver.addDependency(ops[1]) // a duplicate of the second: ignored
+        receiver.addDependency(ops[4]) // a duplicate of one further on: ignored
+        #expect(receiver.dependencies == ops)
+        receiver.removeDependency(ops[1]) // the second: the rest move up
+        #expect(receiver.dependencies == [ops[0], ops[2], ops[3], ops[4], ops[5]])
+        receiver.removeDependency(ops[0]) // the first
+        #expect(receiver.dependencies == [ops[2], ops[3], ops[4], ops[5]])
+        receiver.removeDependency(ops[4]) // one further on
+        #expect(receiver.dependencies == [ops[2], ops[3], ops[5]])
+        receiver.addDependency(ops[0])
+        #expect(receiver.dependencies == [ops[2], ops[3], ops[5], ops[0]])
+        receiver.removeDependency(ops[3])
+        receiver.removeDependency(ops[2])
+        #expect(receiver.dependencies == [ops[5], ops[0]])
+        receiver.removeDependency(ops[0]) // the second with nothing after it
+        #expect(receiver.dependencies == [ops[5]])
+        receiver.addDependency(ops[1])
+        #expect(receiver.dependencies == [ops[5], ops[1]])
+
+        // Wide: 300 dependencies, duplicates ignored, removals anywhere keep the order.
+        let wide = (0..<300).map { _ in BlockOperation {} }
+        let fanIn = BlockOperation {}
+        for operation in wide { fanIn.addDependency(operation) }
+        for operation in wide.reversed() { fanIn.addDependency(operation) }
+        let listedOnce = fanIn.dependencies == wide
+        #expect(listedOnce, "300 dependencies, each added twice, listed once in order")
+        var expected = wide
+        for position in [299, 150, 2, 1, 0] {
+            fanIn.removeDependency(expected[position])
+            expected.remove(at: position)
+            let inOrder = fanIn.dependencies == expected
+            #expect(inOrder, "the order after removing the dependency at \(position) of the wide list")
+        }
+        fanIn.addDependency(wide[0])
+        fanIn.addDependency(wide[3]) // still there: ignored
+        expected.append(wide[0])
+        let inOrder = fanIn.dependencies == expected
+        #expect(inOrder, "the wide list after adding a removed dependency again and a present one twice")
+    }
+
     // MARK: - O8 in a graph
 
     @Test func O8_cancelledPendingOperationBecomesReadyIsRetiredWithoutMainAndItsDependentsRun() {
