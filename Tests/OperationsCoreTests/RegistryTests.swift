@@ -436,6 +436,48 @@ struct RegistryTests {
         #expect(listedIndices(queue).isEmpty)
     }
 
+    /// Compaction unlinks finished tasks from between unfinished ones and keeps the rest in
+    /// order: alone, in runs of two, in a long run, at either end; and a compaction that removes
+    /// nothing leaves the list as it was (kept runs keep their links unwritten: issue 36).
+    @Test func compactionKeepsTheUnfinishedInOrderWhateverFinishedBetweenThem() throws {
+        let probe = RegistryProbe()
+        let queue = try makeTrackedQueue("compaction-runs")
+        defer { op_queue_release(queue) }
+        let gateQueue = try makeQueue("compaction-gate")
+        defer { op_queue_release(gateQueue) }
+        let gateItem = RegistryItem(probe, .plain, -1) // untracked: its context is ours
+        defer { withExtendedLifetime(gateItem) {} }
+        let gate = try makeTask(registryBody, Unmanaged.passUnretained(gateItem).toOpaque())
+        let count = 1_500 // past OP_REGISTRY_MIN_COMPACT: the drainers compact as well
+        // Held back by the gate: two of every three up to 600, all of 600..<900, the last one.
+        func held(_ index: Int) -> Bool {
+            (index < 600 && index % 3 != 0) || (600..<900).contains(index) || index == count - 1
+        }
+        var free: [OpaquePointer] = []
+        for index in 0..<count {
+            let task = try makeTask(registryBody, Unmanaged.passRetained(RegistryItem(probe, .plain, index)).toOpaque())
+            if held(index) { #expect(op_task_add_dependency(task, gate) == 0) }
+            #expect(op_queue_submit(queue, task) == 0)
+            if held(index) { op_task_release(task) } else { free.append(task) }
+        }
+        for task in free {
+            #expect(op_task_wait(task, Limits.waitNs) == 0, "a task that waits for nothing did not finish")
+            op_task_release(task)
+        }
+        let expected = (0..<count).filter(held)
+        for listing in ["first (its compaction removes)", "second (its compaction removes nothing)"] {
+            let listed = listedIndices(queue)
+            let inOrder = listed == expected
+            let firstDifference = zip(listed, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(listed.count, expected.count)
+            #expect(inOrder, "the \(listing) listing: \(listed.count) tasks, \(expected.count) expected, the first difference at position \(firstDifference)")
+        }
+        #expect(op_queue_submit(gateQueue, gate) == 0)
+        op_task_release(gate)
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0, "the held tasks did not run once the gate ran")
+        #expect(listedIndices(queue).isEmpty)
+        #expect(probe.released.load(ordering: .relaxed) == count, "every tracked context released once")
+    }
+
     /// A listing taken while another thread keeps adding tasks holds every task added before
     /// it, oldest first: what is added meanwhile may or may not be in it, but never pushes the
     /// oldest out. (The snapshot used to walk the registry twice from its head, count first and

@@ -59,13 +59,18 @@ static op_task_t *op_registry_compact_locked(op_queue_t *queue) {
             list->registry_next = removed;
             removed = list;
         } else {
-            list->registry_next = NULL;
-            if (keep_tail) keep_tail->registry_next = list; else keep_head = list;
+            /* A kept task that already follows the last kept one keeps its link unwritten: most
+             * kept tasks come in runs (the newest, not yet run), and a write would take the
+             * line from the worker that is about to run it (issue 36). The last one kept gets
+             * its NULL below. */
+            if (!keep_tail) keep_head = list;
+            else if (keep_tail->registry_next != list) keep_tail->registry_next = list;
             keep_tail = list;
             kept++;
         }
         list = next;
     }
+    if (keep_tail && keep_tail->registry_next) keep_tail->registry_next = NULL;
     /* relaxed: a heuristic threshold; no data is published through these. */
     atomic_store_explicit(&queue->registry_kept, kept, memory_order_relaxed);
     atomic_store_explicit(&queue->registry_finishes_at_compaction,
