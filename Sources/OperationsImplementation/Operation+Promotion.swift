@@ -36,20 +36,10 @@ extension Operation {
         // The direct dependencies first, with no allocation: usually none is below `qos`, and
         // then nothing leads further (W4's chain and W6's fan-in pay one look per edge, and one
         // on the same queue costs no call into the core's promotion).
-        //
-        // The look runs on the list in place, under the operation's lock: no copy of the list,
-        // so no retain and release of each dependency (core reads only, nothing that calls
-        // back). Only the dependencies it cannot rule out are taken out, to promote outside it.
-        var candidates: [Operation] = []
-        readExtras(()) { extras in
-            extras.dependencies.forEach { operation in
-                if let queue, op_task_qos(operation.task) < 0, op_task_is_on_queue(operation.task, queue) { return }
-                candidates.append(operation)
-            }
-        }
         var pending: [Operation] = []
-        for operation in candidates where Operation.promote(operation, to: qos) {
-            operation.dependencyList.forEach { pending.append($0) }
+        dependencyList.forEach { operation in
+            if let queue, op_task_qos(operation.task) < 0, op_task_is_on_queue(operation.task, queue) { return }
+            if Operation.promote(operation, to: qos) { operation.dependencyList.forEach { pending.append($0) } }
         }
         guard !pending.isEmpty else { return }
         var seen = Set<ObjectIdentifier>()
