@@ -44,7 +44,7 @@ extension Operation {
             // A new generation, once the core and the late mark know the dependency: an
             // announcement that read the old one posts its change (its readiness check may
             // have come first), and this dependency's finish posts the next one.
-            extras._withUnsafeGuaranteedRef { _ = $0.dependencyGeneration.wrappingAdd(1, ordering: .sequentiallyConsistent) }
+            extras._withUnsafeGuaranteedRef { _ = $0.dependencyGeneration.wrappingAdd(1, ordering: .releasing) }
             // The announcement re-reads `isReady` and tells observers; a plain BlockOperation
             // (its isReady is ours) without observers has nobody to tell, and the core makes it
             // ready: W4–W6 add no registration per edge. Unless it has a late dependency: then
@@ -153,7 +153,7 @@ extension Operation {
         if state.load(ordering: .acquiring) & (State.started | State.finished) != 0 { return }
         // The generation before the readiness check: a dependency added after it bumps it, so
         // the change posted here does not hide that dependency's own.
-        let generation = readExtras(Int64(0)) { $0.dependencyGeneration.load(ordering: .sequentiallyConsistent) }
+        let generation = readExtras(Int64(0)) { $0.dependencyGeneration.load(ordering: .acquiring) }
         guard dependenciesFinished else { return }
         let first = withExtras { extras -> Bool in
             guard extras.announcedGeneration != generation else { return false }
@@ -199,8 +199,8 @@ extension Operation {
         // false: on the current path; true: explored, no cycle through it.
         var explored: [ObjectIdentifier: Bool] = [:]
         // The current path: each operation with its dependencies and the next one to look at.
-        // The list as the operation keeps it (one inline dependency, no array made: a chain of
-        // 10^6 costs no allocation per step).
+        // The list as the operation keeps it (two inline dependencies, no array made: a chain
+        // of 10^6 costs no allocation per step).
         var path: [(operation: Operation, dependencies: DependencyList, next: Int)] = []
         var visited = 0
         func enter(_ operation: Operation) -> CycleSearch? {

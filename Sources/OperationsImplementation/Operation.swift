@@ -166,6 +166,9 @@ open class Operation: @unchecked Sendable {
     private func release(_ extras: Unmanaged<OperationExtras>) {
         func takeDependencies() -> DependencyList {
             extras._withUnsafeGuaranteedRef { extras in
+                // acquiring: the last bump (made outside the lock) comes before the free, for
+                // ThreadSanitizer (see OperationExtras.dependencyGeneration). A plain load on x86.
+                _ = extras.dependencyGeneration.load(ordering: .acquiring)
                 let list = extras.dependencies
                 extras.dependencies = DependencyList() // `list` holds the only references
                 return list

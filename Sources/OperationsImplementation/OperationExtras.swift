@@ -25,10 +25,13 @@ final class OperationExtras {
     /// its core task finished, the next dependency may have finished too) must not post the same
     /// change twice, while a change after a dependency added since is still posted.
     ///
-    /// The bump is an atomic add, outside the lock: it was the second lock of every edge that
-    /// `addDependency(_:)` adds (issue 36). sequentially consistent: a reader's load, made before
-    /// it checks readiness, either sees the bump or reads the generation before it, as it would
-    /// under the lock; nothing else is published through it.
+    /// The bump is an atomic add outside the lock (it was the second trip through the lock for
+    /// every edge `addDependency(_:)` adds, issue 36). Releasing bump, acquiring load: the bump
+    /// publishes the core's edge and the late mark, so an announcement that loads the new
+    /// generation (before it checks readiness) sees the new dependency unfinished; one that
+    /// loads the old one posts for the old generation, and the new dependency's finish posts
+    /// again. The deinit's acquiring load orders the bump before the free for ThreadSanitizer,
+    /// which does not see Swift's reference counts.
     let dependencyGeneration = Atomic<Int64>(0)
     @exclusivity(unchecked) var announcedGeneration: Int64 = -1
     @exclusivity(unchecked) var completionBlock: (@Sendable () -> Void)?
@@ -77,6 +80,9 @@ struct DependencyList {
     }
 
     mutating func append(_ operation: Operation) {
+        // Once made, the index holds every entry, the inline ones too: a wide list pruned to
+        // one and grown again must still find a second add of the new one (and remove it).
+        index?.insert(ObjectIdentifier(operation))
         if first == nil {
             first = operation
             return
@@ -86,9 +92,7 @@ struct DependencyList {
             return
         }
         rest.append(operation)
-        if index != nil {
-            index!.insert(ObjectIdentifier(operation))
-        } else if rest.count >= DependencyList.indexedFrom {
+        if index == nil && rest.count >= DependencyList.indexedFrom {
             var made = Set<ObjectIdentifier>(minimumCapacity: count * 2)
             forEach { made.insert(ObjectIdentifier($0)) }
             index = made

@@ -540,6 +540,18 @@ final class Timeline: @unchecked Sendable {
         expected.append(wide[0])
         let inOrder = fanIn.dependencies == expected
         #expect(inOrder, "the wide list after adding a removed dependency again and a present one twice")
+
+        // Pruned to one and grown again: a second add of the new one is still ignored, and
+        // removing it removes it (the list's index of a wide list held only the entries past
+        // the first two, so the new second one was added twice and could not be removed).
+        for operation in expected.dropFirst() { fanIn.removeDependency(operation) }
+        #expect(fanIn.dependencies == [expected[0]])
+        let late = BlockOperation {}
+        fanIn.addDependency(late)
+        fanIn.addDependency(late)
+        #expect(fanIn.dependencies == [expected[0], late], "a dependency added twice to a pruned wide list is listed once")
+        fanIn.removeDependency(late)
+        #expect(fanIn.dependencies == [expected[0]], "removing it from a pruned wide list removes it")
     }
 
     // MARK: - O8 in a graph

@@ -120,7 +120,7 @@ op_task_t *op_task_cache_alloc(void) {
          * another CPU: fetch its lines for writing now, while this task is filled in and
          * submitted, rather than stall on them (its `next` first) at the next create. */
         __builtin_prefetch(next, 1, 3);
-        __builtin_prefetch((char *)next + 64, 1, 3);
+        __builtin_prefetch((char *)next + sizeof(op_task_t) - 1, 1, 3); /* its last line */
     }
     cache->count--;
     return (op_task_t *)block;
