@@ -448,9 +448,10 @@ struct RegistryTests {
         let gateItem = RegistryItem(probe, .plain, -1) // untracked: its context is ours
         defer { withExtendedLifetime(gateItem) {} }
         let gate = try makeTask(registryBody, Unmanaged.passUnretained(gateItem).toOpaque())
-        // Over 2 000 finish while tasks are still being submitted: past OP_REGISTRY_MIN_COMPACT
-        // (1 024 finishes), so the drainers compact as well, splicing what they keep below
-        // what is pushed meanwhile; the listings then compact what is left.
+        // Over 2 000 finish: past OP_REGISTRY_MIN_COMPACT (1 024 finishes), so the drainers
+        // compact as well, while tasks are still being submitted when the workers keep up with
+        // the submitter (then splicing what they keep below what is pushed meanwhile); the
+        // listings compact what is left.
         let count = 3_000
         // Held back by the gate: two of every three up to 600, all of 600..<900, the last one.
         func held(_ index: Int) -> Bool {
