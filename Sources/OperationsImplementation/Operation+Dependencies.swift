@@ -156,7 +156,10 @@ extension Operation {
         let generation = readExtras(Int64(0)) { $0.dependencyGeneration.load(ordering: .acquiring) }
         guard dependenciesFinished else { return }
         let first = withExtras { extras -> Bool in
-            guard extras.announcedGeneration != generation else { return false }
+            // Newer only: a slow announcement of an older generation, coming after a newer one
+            // posted, would move the mark back and let the newer one's late announcement post
+            // again (review, issue 36).
+            guard generation > extras.announcedGeneration else { return false }
             extras.announcedGeneration = generation
             return true
         }

@@ -552,6 +552,14 @@ final class Timeline: @unchecked Sendable {
         #expect(fanIn.dependencies == [expected[0], late], "a dependency added twice to a pruned wide list is listed once")
         fanIn.removeDependency(late)
         #expect(fanIn.dependencies == [expected[0]], "removing it from a pruned wide list removes it")
+        // Pruned to none: the same.
+        fanIn.removeDependency(expected[0])
+        #expect(fanIn.dependencies.isEmpty)
+        fanIn.addDependency(late)
+        fanIn.addDependency(late)
+        #expect(fanIn.dependencies == [late], "a dependency added twice to an emptied wide list is listed once")
+        fanIn.removeDependency(late)
+        #expect(fanIn.dependencies.isEmpty, "removing it from an emptied wide list removes it")
     }
 
     // MARK: - O8 in a graph
