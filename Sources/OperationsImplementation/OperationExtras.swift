@@ -111,7 +111,7 @@ struct DependencyList {
             second = rest.isEmpty ? nil : rest.removeFirst()
             return true
         }
-        if let next = second, next === operation {
+        if second === operation {
             second = rest.isEmpty ? nil : rest.removeFirst()
             return true
         }

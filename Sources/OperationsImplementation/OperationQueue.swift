@@ -148,7 +148,7 @@ open class OperationQueue: @unchecked Sendable {
         submitAll(operations)
         if wait {
             // Every operation's waitUntilFinished(), as Foundation calls it (a subclass may
-            // override it); one whose finish is over returns after one load.
+            // override it); one whose finish is over returns without sleeping.
             for operation in operations { operation.waitUntilFinished() }
         }
     }
@@ -158,7 +158,7 @@ open class OperationQueue: @unchecked Sendable {
         let tracing = op_trace_is_recording()
         for (index, operation) in operations.enumerated() {
             // An operation listed twice traps at its second claim, naming the repeat (a set of
-            // the batch cost W1 tens of nanoseconds per operation).
+            // the batch cost W3 tens of nanoseconds per operation).
             operation.claimForQueue(self, batch: operations, index: index)
             promoteDependencies(of: operation)
             if tracing { operation.nameForTrace() }
