@@ -1,8 +1,8 @@
 // LivenessFuzzTests.swift — a differential liveness fuzzer: seeded random programs over the
-// public API (Support/LivenessPrograms.swift: queues of every width, invisible and visible
-// blocking waits, asynchronous subclasses, cancellation, suspension, width / priority / QoS
-// changes, barriers, completion blocks, a deinit that waits for its queue) must complete, and
-// behave, on the runtime under test. This file is compiled over both runtimes, and the same
+// public API (made by Support/LivenessPrograms.swift, run by Support/LivenessInterpreter.swift:
+// queues of every width, invisible and visible blocking waits, asynchronous subclasses,
+// cancellation, suspension, width / priority / QoS changes, barriers, completion blocks, a
+// deinit that waits for its queue) must complete, and behave, on the runtime under test. This file is compiled over both runtimes, and the same
 // seeds run on both: a program that completes on Foundation must complete on Operations.
 //
 // Environment:
