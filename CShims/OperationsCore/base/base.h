@@ -98,6 +98,9 @@ struct op_ready_queue {
 };
 void op_ready_queue_init(op_ready_queue_t *queue, uint32_t initial_capacity);
 void op_ready_queue_deinit(op_ready_queue_t *queue);
+/* Pops the first item of the highest non-empty band among those whose bit (1 << band) is set
+ * in `bands`; NULL when those are empty (the others are not looked at). */
+void *op_ready_queue_pop_bands(op_ready_queue_t *queue, uint32_t bands);
 /* True when a band from `band` up may hold an item; a hint, like op_fifo_maybe_nonempty. */
 bool op_ready_queue_maybe_nonempty_from(const op_ready_queue_t *queue, op_priority_t band);
 /* About how many entries the bands hold, at most `limit` (stale re-band entries count too). */
@@ -363,8 +366,13 @@ int64_t op_env_int(const char *name, int64_t default_value, int64_t min, int64_t
 /* ---- nice.c --------------------------------------------------------------------------------- */
 
 void op_nice_init(void);
-/* Generation of the nice table: bumped by op_runtime_set_nice_table. */
-uint32_t op_nice_generation(void);
+/* Generation of the nice table: bumped by op_runtime_set_nice_table (nice.c owns it; every
+ * worker reads it before each task, hence inline). acquire: a worker that sees a new
+ * generation also sees the entries stored before it (nice.c's releasing bump). */
+extern _Atomic uint32_t op_nice_table_generation;
+static inline uint32_t op_nice_generation(void) {
+    return atomic_load_explicit(&op_nice_table_generation, memory_order_acquire);
+}
 /* The class's name in five letters at most ("bkgd", "util", "dflt", "uinit", "uiact"; "other"),
  * for thread names. A static string. */
 const char *op_qos_short_name(int qos);

@@ -70,7 +70,7 @@ const char *op_qos_name(int qos) {
 /* Table and generation: written rarely (start-up, set_nice_table), read by workers before each
  * task. Each entry is its own atomic so readers never see a torn value. */
 static _Atomic int op_nice_table_values[OP_QOS_COUNT] = {10, 2, 0, -2, -4};
-static _Atomic uint32_t op_nice_table_generation = 1;
+_Atomic uint32_t op_nice_table_generation = 1;
 
 static int op_lowest_settable = -20;   /* fixed after init */
 static bool op_negative_allowed = true; /* fixed after init */
@@ -216,11 +216,6 @@ void op_class_report(int qos) {
 }
 
 void op_nice_init(void) { pthread_once(&op_nice_once, op_nice_init_once); }
-
-uint32_t op_nice_generation(void) {
-    /* acquire: a worker that sees a new generation also sees the entries stored before it. */
-    return atomic_load_explicit(&op_nice_table_generation, memory_order_acquire);
-}
 
 int op_nice_of_class(int qos) {
     if (qos < 0 || qos >= OP_QOS_COUNT) qos = OP_QOS_DEFAULT;

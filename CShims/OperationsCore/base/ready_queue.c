@@ -254,9 +254,16 @@ void op_ready_queue_push(op_ready_queue_t *queue, void *item, op_priority_t band
 }
 
 void *op_ready_queue_pop(op_ready_queue_t *queue) {
-    for (int band = OP_PRIORITY_COUNT - 1; band >= 0; band--) {
+    return op_ready_queue_pop_bands(queue, (UINT32_C(1) << OP_PRIORITY_COUNT) - 1);
+}
+
+void *op_ready_queue_pop_bands(op_ready_queue_t *queue, uint32_t bands) {
+    bands &= (UINT32_C(1) << OP_PRIORITY_COUNT) - 1;
+    while (bands) {
+        int band = 31 - __builtin_clz(bands); /* the highest left */
         void *item = op_fifo_pop(&queue->bands[band]);
         if (item) return item;
+        bands &= ~(UINT32_C(1) << band);
     }
     return NULL;
 }

@@ -299,9 +299,9 @@ typedef struct op_carry_out {
  * pool's is carried there (carry.c: OP_RAN_CARRIED, *out says where). `carry` (NULL for a
  * drainer): the task came carried (carry.c), started already or not, with its slot or outside
  * the queue's slots; its token is what the body shows the monitor, and the finish hands nothing
- * off to a drainer. */
-static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_t *task,
-                                      op_carry *carry, op_carry_out *out) {
+ * off to a drainer. `pool_qos`: op_pool_qos(pool), read once by the caller. */
+static op_run_result op_drain_execute(op_pool *pool, int pool_qos, op_queue_t *queue,
+                                      op_task_t *task, op_carry *carry, op_carry_out *out) {
     int class_nice = op_worker_refresh_nice();
     bool started = carry && op_carry_started(carry);
     bool outside = carry && !op_carry_holds_slot(carry);
@@ -352,10 +352,10 @@ static op_run_result op_drain_execute(op_pool *pool, op_queue_t *queue, op_task_
     if (OP_UNLIKELY(!started && run_qos > op_state_promoted_qos(old) &&
                     run_qos > (int)atomic_load_explicit((_Atomic int8_t *)&task->qos,
                                                         memory_order_relaxed) &&
-                    run_qos > (int)op_queue_qos(queue))) {
+                    run_qos > op_queue_own_qos(queue))) {
         op_promotion_note_queue_raise(task, run_qos); /* raised with its queue: reported */
     }
-    if (op_task_nice_delta(task) != 0 || run_qos != op_pool_qos(pool)) {
+    if (op_task_nice_delta(task) != 0 || run_qos != pool_qos) {
         int renice, carried_renice;
         op_pool *target = op_carry_target(pool, task, run_qos, class_nice, &renice, &carried_renice);
         op_carry *next = target ? op_carry_prepare(carry, queue, task, carried_renice) : NULL;
@@ -434,7 +434,8 @@ void op_drain_run_carried(op_carry *carry) {
     op_task_t *task = op_carry_task(carry);
     bool holds_slot = op_carry_holds_slot(carry);
     op_carry_out out = {NULL, NULL};
-    op_run_result result = op_drain_execute(op_pool_current(), queue, task, carry, &out);
+    op_pool *pool = op_pool_current();
+    op_run_result result = op_drain_execute(pool, op_pool_qos(pool), queue, task, carry, &out);
     if (result == OP_RAN_CARRIED) {
         /* Raised after it was carried here, before its body started: on to the raised class's
          * pool, with whatever it holds (the same record). */
@@ -473,6 +474,9 @@ static void op_drain_token_run(op_token *token) {
     op_queue_t *queue = op_queue_of_token(token);
     op_pool *pool = op_pool_current();
     op_local_run_queue *ring = op_worker_local_run_queue();
+    /* The pool's class and placement never change: read once for the per-task checks. */
+    int pool_qos = op_pool_qos(pool);
+    const op_placement *pool_placement = op_pool_placement(pool);
     op_drain *drain = &op_tls_drain;
     drain->queue = queue;
     drain->local = NULL;
@@ -500,7 +504,7 @@ static void op_drain_token_run(op_token *token) {
                 break;
             }
         }
-        if (OP_UNLIKELY(!op_pool_serves(pool, queue))) {
+        if (OP_UNLIKELY(!op_pool_class_serves(pool_qos, pool_placement, queue))) {
             /* The queue moved to another class or was placed elsewhere: hand our slot to the
              * workers that run it now. */
             op_drain_leave_with_token(queue, op_queue_pool(queue), finished);
@@ -543,12 +547,12 @@ static void op_drain_token_run(op_token *token) {
          * send it out (suspended, or of explicit width, when it became ready): its own class's
          * workers run it now, and our slot goes on to the next task. */
         if (OP_UNLIKELY(atomic_load_explicit((_Atomic int8_t *)&task->qos, memory_order_relaxed) >
-                        (int)op_queue_qos(queue)) &&
+                        op_queue_own_qos(queue)) &&
             op_carry_taken_outside_width(queue, task)) {
             continue;
         }
         op_carry_out out;
-        op_run_result result = op_drain_execute(pool, queue, task, NULL, &out);
+        op_run_result result = op_drain_execute(pool, pool_qos, queue, task, NULL, &out);
         if (result == OP_RAN_DEFERRED) continue; /* still unfinished, still counted in busy */
         if (result == OP_RAN_CARRIED) {
             /* The task and our slot go to the pool at its nice value (carry.c); we leave the

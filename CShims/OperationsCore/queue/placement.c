@@ -21,8 +21,7 @@
 #include <string.h>
 
 bool op_pool_serves(const op_pool *pool, op_queue_t *queue) {
-    return op_queue_run_qos(queue) == op_pool_qos(pool) &&
-           atomic_load_explicit(&queue->placement, memory_order_relaxed) == op_pool_placement(pool);
+    return op_pool_class_serves(op_pool_qos(pool), op_pool_placement(pool), queue);
 }
 
 op_pool *op_queue_pool(op_queue_t *queue) {

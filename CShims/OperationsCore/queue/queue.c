@@ -189,11 +189,6 @@ int op_queue_set_label(op_queue_t *queue, const char *label) {
     return 0;
 }
 
-int op_queue_effective_width(op_queue_t *queue) {
-    int width = atomic_load_explicit(&queue->width, memory_order_relaxed);
-    return width < 0 ? queue->default_width : width;
-}
-
 static void op_queue_clear_waiting_at_width(op_queue_t *queue);
 
 void op_queue_busy_add(op_queue_t *queue, uint64_t count) {
@@ -522,8 +517,15 @@ op_task_t *op_queue_take_ready(op_queue_t *queue) {
             return task; /* already claimed when it was first taken */
         }
     }
+    /* Only the bands that ever held a task (most queues use one): a pop looks at no empty band
+     * above them. relaxed: a hint (op_queue_note_band). A band whose first push happens-before
+     * this load has its bit seen here (coherence); one pushed concurrently may be missed, which
+     * reorders nothing that was ordered. When these bands are empty, all five are looked at
+     * before the answer is "empty", so a missed bit never leaves a task behind. */
+    uint32_t used = atomic_load_explicit(&queue->bands_used, memory_order_relaxed);
     for (;;) {
-        void *entry = op_ready_queue_pop(&queue->ready);
+        void *entry = op_ready_queue_pop_bands(&queue->ready, used);
+        if (!entry) entry = op_ready_queue_pop(&queue->ready);
         if (!entry) return NULL;
         op_task_t *task;
         if (op_queue_claim_entry(entry, &task)) return task;
@@ -861,9 +863,7 @@ void op_queue_left_pool(op_queue_t *queue, op_pool *before) {
     if (before && before != op_queue_pool(queue)) op_pool_rehome_tokens(before);
 }
 
-op_qos_t op_queue_qos(const op_queue_t *queue) {
-    return (op_qos_t)atomic_load_explicit(&((op_queue_t *)queue)->qos, memory_order_relaxed);
-}
+op_qos_t op_queue_qos(const op_queue_t *queue) { return (op_qos_t)op_queue_own_qos(queue); }
 
 size_t op_queue_unfinished(const op_queue_t *queue) {
     op_queue_t *q = (op_queue_t *)queue;

@@ -178,8 +178,18 @@ bool op_queue_push_local(op_queue_t *queue, op_task_t *task, bool job);
 /* Marks a default-width queue that is at its width with ready work waiting, for the blocked-
  * worker monitor (see queue.c); does nothing otherwise. One relaxed load when already marked. */
 void op_queue_note_waiting_at_width(op_queue_t *queue);
-/* Number of slots the queue may hold at once, with the default resolved against its pool. */
-int op_queue_effective_width(op_queue_t *queue);
+/* The queue's own QoS (op_queue_qos), without its promotion. relaxed: a setting, read between
+ * tasks; a change moves the queue's tokens (op_queue_left_pool). */
+static inline int op_queue_own_qos(const op_queue_t *queue) {
+    return (int)atomic_load_explicit(&((op_queue_t *)queue)->qos, memory_order_relaxed);
+}
+/* Number of slots the queue may hold at once, with the default resolved against its pool.
+ * Inline: a drainer reads it between tasks. relaxed: a setting; changes are acted on by the
+ * drainers' compare-and-swaps on `slots` (op_queue_shrink_slot, op_queue_claim_slot). */
+static inline int op_queue_effective_width(op_queue_t *queue) {
+    int width = atomic_load_explicit(&queue->width, memory_order_relaxed);
+    return width < 0 ? queue->default_width : width;
+}
 /* Claims up to max_tokens slots for ready tasks and hands them to the pool as tokens, then
  * subtracts `sub` busy units the caller held. It claims nothing while a drainer idles (that one
  * takes the work). Its last touch of the queue is a token push or the subtraction, so the queue
@@ -330,11 +340,18 @@ extern _Thread_local op_queue_t *op_tls_queue;
  * drainer's look between tasks (op_pool_serves) and the pool a token goes to; the promoters
  * rehome tokens after a change, and the Dekker pair with running bodies is in promotion.c. */
 static inline int op_queue_run_qos(op_queue_t *queue) {
-    int qos = (int)atomic_load_explicit(&queue->qos, memory_order_relaxed);
+    int qos = op_queue_own_qos(queue);
     uint32_t promo = atomic_load_explicit(&queue->promo, memory_order_relaxed);
     if (OP_LIKELY(promo == 0)) return qos;
     int top = 31 - __builtin_clz(promo);
     return top > qos ? top : qos;
+}
+/* op_pool_serves for a pool of class `pool_qos` made for `pool_placement` (a pool's class and
+ * placement are set when it is made and never change, so a drainer reads them once per turn). */
+static inline bool op_pool_class_serves(int pool_qos, const op_placement *pool_placement,
+                                        op_queue_t *queue) {
+    return op_queue_run_qos(queue) == pool_qos &&
+           atomic_load_explicit(&queue->placement, memory_order_relaxed) == pool_placement;
 }
 /* The class a claimed task of `queue` runs at, given the state word its worker read when it
  * took it: its own QoS or its queue's run class, raised to its promotion. */
