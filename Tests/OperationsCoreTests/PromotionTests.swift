@@ -52,6 +52,13 @@ private let waitQueueBody: TaskBody = { context in
     record.waitResult.store(op_queue_wait(record.target, Limits.waitNs), ordering: .relaxed)
 }
 
+/// Workers (and spares) that the blocked-worker monitor counts blocked now.
+private func blockedWorkers() -> Int {
+    var workers = [op_worker_counters_t](repeating: op_worker_counters_t(), count: 1024)
+    let listed = min(op_runtime_worker_counters(&workers, workers.count), workers.count)
+    return workers[..<listed].filter { $0.state == OP_WORKER_BLOCKED }.count
+}
+
 /// Polls `condition` until true or the deadline; false on timeout.
 private func promotionEventually(_ seconds: Double = Limits.waitSeconds, _ condition: () -> Bool) -> Bool {
     let start = monotonicNs()
@@ -191,6 +198,50 @@ struct PromotionTests {
         let tid = gate.tid.load(ordering: .relaxed)
         #expect(promotionEventually(5) { niceOfThread(tid) == classNice(OP_QOS_BACKGROUND) },
                 "the raised worker stayed at nice \(String(describing: niceOfThread(tid)))")
+    }
+
+    /// Bodies that the blocked-worker monitor counts blocked (they sleep where the core cannot
+    /// see, with work waiting behind their default-width queue: the monitor lends their slots)
+    /// and that a promoter raises meanwhile. Both mark one word of the worker (`run`,
+    /// pool_private.h), each its own bits; at each body's end both are undone: every thread is
+    /// back at its class's nice value and no worker stays counted blocked.
+    @Test func bodiesCountedBlockedAndRaisedArePutBackAtTheirEnd() throws {
+        let width = Int(currentTopology().default_width)
+        let queue = try makeQueue("promote-blocked", qos: OP_QOS_BACKGROUND)
+        defer { op_queue_release(queue) }
+        let held = (0..<width).map { _ in PromotionRecord() }
+        let extra = PromotionRecord()
+        extra.release.store(true, ordering: .releasing)
+        let tasks = try held.map { try makeTask(heldBody, contextPointer($0)) }
+        let extraTask = try makeTask(heldBody, contextPointer(extra))
+        defer { tasks.forEach { op_task_release($0) }; op_task_release(extraTask) }
+        for task in tasks { #expect(op_queue_submit(queue, task) == 0) }
+        try #require(eventually { held.allSatisfy { $0.started.load(ordering: .acquiring) } },
+                     "\(width) held bodies did not all start at the default width \(width)")
+        // Work behind the width: the monitor lends the slot of a body it finds asleep twice.
+        #expect(op_queue_submit(queue, extraTask) == 0)
+        let lent = eventually { extra.finished.load(ordering: .acquiring) }
+        for task in tasks { #expect(op_task_promote(task, OP_QOS_USER_INTERACTIVE) == 0) }
+        if canRaiseRunning(to: OP_QOS_USER_INTERACTIVE) {
+            for record in held {
+                #expect(eventually { record.lowestNice.load(ordering: .relaxed) == classNice(OP_QOS_USER_INTERACTIVE) },
+                        "a running body was not reniced: lowest \(record.lowestNice.load(ordering: .relaxed))")
+            }
+        }
+        // Counted blocked and raised at once (the monitor's LENT beside the promoter's bits).
+        let blockedWhileRaised = eventually { blockedWorkers() > 0 }
+        held.forEach { $0.release.store(true, ordering: .releasing) }
+        for task in tasks { #expect(op_task_wait(task, Limits.waitNs) == 0) }
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+        #expect(lent, "the monitor lent no slot of a body asleep behind the width")
+        #expect(blockedWhileRaised, "no raised body was counted blocked")
+        for record in held {
+            let tid = record.tid.load(ordering: .relaxed)
+            #expect(promotionEventually(5) { niceOfThread(tid) == classNice(OP_QOS_BACKGROUND) },
+                    "a raised worker stayed at nice \(String(describing: niceOfThread(tid)))")
+        }
+        #expect(promotionEventually(5) { blockedWorkers() == 0 },
+                "a worker stayed counted blocked after its body returned")
     }
 
     /// The waiter's class: a body's own class, a plain thread's from its nice value.

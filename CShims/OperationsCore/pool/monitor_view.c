@@ -21,9 +21,11 @@
  *
  * Invariants (the comments at each atomic say the same):
  *   - `run` (each worker's): the monitor's first look is relaxed, and `monitor_seen`, its own
- *     copy from the last look (the monitor's alone), tells "the same task for a whole tick". It
- *     acts only through a compare-and-swap that adds OP_RUN_LENDING, acquire: it sees the
- *     worker's `token` for that task (op_worker_body_begin's release). Holding LENDING it writes
+ *     copy from the last look (the monitor's alone), tells "the same task for a whole tick"
+ *     (promoters' bits aside: op_run_same). It acts only through a compare-and-swap that adds
+ *     OP_RUN_LENDING, acquire: it sees the worker's `token` for that task (op_worker_body_begin's
+ *     seq_cst store). Promoters mark the same word (running_body_promotion.c); each side
+ *     changes only its own bits, with read-modify-writes. Holding LENDING it writes
  *     `monitor_lent` and the counts, then clears LENDING (flipping to LENT, or RELENT for a
  *     visible wait) with a release, which the worker's acquiring settle at its task's or its
  *     wait's end pairs with.
@@ -45,6 +47,12 @@
 
 /* ---- the monitor's look at the workers ------------------------------------------------------ */
 
+/* Two looks at a worker's `run` found the same state of the same task: the promoters' bits
+ * (a raise of the body) do not count. */
+static inline bool op_run_same(uint64_t run, uint64_t seen) {
+    return ((run ^ seen) & ~OP_RUN_PROMOTION_BITS) == 0;
+}
+
 /* Counts `worker` blocked if it ran one task since the monitor's last look and the kernel
  * reports it asleep: a spare stands in, and a default-width queue gets its slot lent. */
 static void op_pool_look_at(op_pool *pool, op_worker *worker) {
@@ -59,7 +67,7 @@ static void op_pool_look_at(op_pool *pool, op_worker *worker) {
     if ((run & (OP_RUN_IN_TASK | OP_RUN_LENT | OP_RUN_VISIBLE_WAIT | OP_RUN_LENDING |
                 OP_RUN_WAIT_SETTLED | OP_RUN_WAIT_LENT | OP_RUN_RELENT)) ==
             (OP_RUN_IN_TASK | OP_RUN_VISIBLE_WAIT | OP_RUN_WAIT_SETTLED) &&
-        run == seen) {
+        op_run_same(run, seen)) {
         /* In a visible wait for a whole tick, whose queue could not lend its slot when the wait
          * began (an explicit width): the width may be the default now (a body set it), and the
          * work the wait waits for may sit behind it. Lend as for a worker counted blocked; the
@@ -77,7 +85,7 @@ static void op_pool_look_at(op_pool *pool, op_worker *worker) {
     }
     if ((run & (OP_RUN_IN_TASK | OP_RUN_LENT | OP_RUN_VISIBLE_WAIT | OP_RUN_LENDING)) ==
             (OP_RUN_IN_TASK | OP_RUN_LENT) &&
-        run == seen) {
+        op_run_same(run, seen)) {
         /* Counted blocked, still in that task. If its queue could not lend its slot then (an
          * explicit width), the width may have become the default since (a body set it): ask
          * again. acquire, and the worker waits at its task's end while LENDING is set, as below;
@@ -97,7 +105,7 @@ static void op_pool_look_at(op_pool *pool, op_worker *worker) {
     }
     if ((run & (OP_RUN_IN_TASK | OP_RUN_LENT | OP_RUN_VISIBLE_WAIT | OP_RUN_LENDING)) !=
             OP_RUN_IN_TASK ||
-        run != seen) {
+        !op_run_same(run, seen)) {
         return; /* idle, counted already, or a new task since the last look */
     }
     /* Asleep at two looks in a row on the same task: a thread seen asleep once may be computing
@@ -105,7 +113,7 @@ static void op_pool_look_at(op_pool *pool, op_worker *worker) {
      * own lock); lending its slot then would run one body too many beside it. */
     int tid = atomic_load_explicit(&worker->tid, memory_order_relaxed);
     worker->monitor_asleep = (tid != 0 && op_thread_is_asleep(tid)) ? run : 0;
-    if (worker->monitor_asleep == 0 || asleep_before != run) return;
+    if (worker->monitor_asleep == 0 || !op_run_same(asleep_before, run)) return;
     /* acquire: see the worker's `queue` for this task. The worker waits at its task's end while
      * LENDING is set, so the queue stays alive until we flip to LENT. */
     if (!atomic_compare_exchange_strong_explicit(&worker->run, &run, run | OP_RUN_LENDING,

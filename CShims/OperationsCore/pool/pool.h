@@ -116,12 +116,19 @@ bool op_pool_local_work(op_pool *pool, const void *tag);
 /* What a worker or spare (the calling thread) offers the code that runs tasks on it: */
 /* Before a task runs: the class's current nice value is applied; returns the nice it runs at. */
 int op_worker_refresh_nice(void);
-/* A task body for `token` starts: the monitor may count the worker blocked in it from now on. */
-void op_worker_body_begin(op_token *token);
-/* The body returned: takes back what the monitor lent for it (op_token_class.take_back_slot). */
+/* A task's body is about to run for `token`: from now on the monitor may count the worker blocked
+ * in it, and promoters find it (`task` of `queue`, the thread at `nice`: op_pool_promote_running,
+ * running_body_promotion.c). Called before the task's RUNNING read-modify-write, or before
+ * reading the state of a task carried here (drain.c: the Dekker pairs of promotion.c). task and
+ * queue NULL: work that is no task (releasing contexts), which no promoter raises. */
+void op_worker_body_begin(op_token *token, op_task_t *task, op_queue_t *queue, int nice);
+/* The runner reniced the thread for the body's thread priority: the nice a promoter's raise is
+ * undone to. */
+void op_worker_body_nice(int nice);
+/* The body returned, or the task was retired or carried on without one: waits out the monitor
+ * lending and a promoter renicing, takes back what the monitor lent (take_back_slot), and puts the
+ * thread back at the body's nice if a promoter raised it. */
 void op_worker_body_end(void);
-/* A task was retired without running a body (counted for op_runtime_worker_info). */
-void op_worker_count_task(void);
 /* The body that op_worker_body_begin began started at `ns` (op_now_ns): for the report (the
  * latency histograms read the clock there; nothing else does). Nothing on a non-worker thread. */
 void op_worker_note_body_start(int64_t ns);
@@ -166,17 +173,8 @@ bool op_thread_is_asleep(int tid);
  * what it learned about /proc. Called in the child only, where the caller is the one thread. */
 void op_monitor_forget_after_fork(void);
 
-/* running_body_promotion.c: a body is about to run on this worker or spare for `task` of
- * `queue`, the thread at `nice`: promoters find it here (op_pool_promote_running). Before the
- * task's RUNNING read-modify-write (drain.c) or before reading its state (a carried task, drain.c). */
-void op_worker_promotable_begin(op_task_t *task, op_queue_t *queue, int nice);
-/* The drainer reniced for a thread priority before the body: the nice to restore to. */
-void op_worker_promotable_nice(int nice);
-/* The body returned: waits out a promoter in flight and puts the thread back at the nice it
- * had at the body's start if a promoter raised it. */
-void op_worker_promotable_end(void);
-/* Raises the threads running bodies of `task` (or, with task NULL, of `queue`) to `nice`
- * where the process may (privilege); returns how many it raised. */
+/* running_body_promotion.c: raises the threads running bodies of `task` (or, with task NULL, of
+ * `queue`) to `nice` where the process may (privilege); returns how many it raised. */
 int op_pool_promote_running(op_task_t *task, op_queue_t *queue, int nice);
 
 /* ---- pool_fork.c ---------------------------------------------------------------------------- */

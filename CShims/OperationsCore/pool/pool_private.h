@@ -30,7 +30,9 @@
 #pragma GCC visibility push(hidden) /* internal: never exported from the shared library */
 
 /* worker->run: the task serial above the bits, and whether a task runs, in a wait the core
- * sees, or counted blocked by the monitor (being counted, then counted). */
+ * sees, counted blocked by the monitor (being counted, then counted), or raised by a promoter
+ * (being raised, then raised): one word for what both watch, written once as a body starts and
+ * once (a compare-and-swap) as it ends. */
 #define OP_RUN_LENT UINT64_C(1)
 #define OP_RUN_IN_TASK UINT64_C(2)
 #define OP_RUN_VISIBLE_WAIT UINT64_C(4)
@@ -42,7 +44,13 @@
 #define OP_RUN_WAIT_SETTLED UINT64_C(16)
 #define OP_RUN_WAIT_LENT UINT64_C(32)
 #define OP_RUN_RELENT UINT64_C(64)
-#define OP_RUN_SERIAL_SHIFT 7
+/* A promoter renices the thread for the running body (PROMOTING: the worker waits at the body's
+ * end) and has raised it (PROMOTED: the worker puts its nice back at the end);
+ * running_body_promotion.c. */
+#define OP_RUN_PROMOTING UINT64_C(128)
+#define OP_RUN_PROMOTED UINT64_C(256)
+#define OP_RUN_PROMOTION_BITS (OP_RUN_PROMOTING | OP_RUN_PROMOTED)
+#define OP_RUN_SERIAL_SHIFT 9
 
 /* pool->balance: blocked workers (and blocked spares) in the low half, spares in the high. */
 #define OP_BALANCE_SPARE (UINT64_C(1) << 32)
@@ -95,16 +103,17 @@ typedef struct op_worker {
     _Atomic bool lingering; /* a spare parked for reuse (op_spare_linger); for the report */
     uint64_t serial; /* tasks taken; the worker's own copy of `run`'s serial */
     op_token *token; /* the token of the running task; read by the monitor while it lends */
-    /* QoS promotion (promotion.c): the task whose body runs here (or is about to), with
-     * OP_BODY_* flags in its low bits; its queue (compared by promoters, never dereferenced);
-     * the nice the thread had at the body's start (the worker's own), and what a promoter
-     * raised it from. See op_pool_promote_running. */
-    _Atomic uint64_t body;
+    /* QoS promotion (promotion.c): the task whose body runs here (or is about to) and its queue,
+     * written before `run` says IN_TASK for it and compared by promoters, never dereferenced
+     * (relaxed: a promoter's compare-and-swap on `run` checks that the same body still runs);
+     * the nice the thread had at the body's start (the worker's own), which a promoter raised
+     * it from. See op_pool_promote_running. */
+    op_task_t *_Atomic body_task;
     op_queue_t *_Atomic body_queue;
     int body_nice;
     /* The tasks it took (op_runtime_worker_info reads them here) and what it runs (OP_RUN_*).
-     * Written by the worker at each task's start and end, marked by the monitor; on the
-     * worker's own line, which the monitor reads every 10 ms at most. */
+     * Written by the worker at each task's start and end, marked by the monitor and by
+     * promoters; on the worker's own line, which the monitor reads every 10 ms at most. */
     alignas(OP_CACHE_LINE) _Atomic uint64_t run;
     uint64_t monitor_seen;     /* `run` at the monitor's last look; the monitor's own */
     uint64_t monitor_asleep;   /* `run` when the monitor last found the thread asleep in it (0:
@@ -199,10 +208,10 @@ struct op_pool {
     pthread_mutex_t grow_lock; /* starting workers (creation and retries) */
 };
 
-/* Replaces *word (a worker's `run` or `body`, written by its own thread) with
- * (old & keep) | set once `busy` is clear in it, and returns the word it replaced. Another thread
- * holds `busy` for a few instructions (the monitor lending: OP_RUN_LENDING; a promoter renicing:
- * OP_BODY_BUSY): waited for. The first look is relaxed; the compare-and-swap orders, acquire:
+/* Replaces *word (a worker's `run`, written by its own thread) with (old & keep) | set once
+ * `busy` is clear in it, and returns the word it replaced. Another thread holds `busy` for a few
+ * instructions (the monitor lending: OP_RUN_LENDING) or one system call (a promoter renicing:
+ * OP_RUN_PROMOTING): waited for. The first look is relaxed; the compare-and-swap orders, acquire:
  * what the holder wrote before the releasing store that cleared `busy` (the monitor's count and
  * `monitor_lent`, the promoter's renice) comes before what the caller does next (take a lent slot
  * back, undo a renice). */

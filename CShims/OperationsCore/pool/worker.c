@@ -17,14 +17,16 @@
  *
  * Invariants (the comments at each atomic say the same):
  *   - Each worker says what it runs in one word of its own, `run` (a task serial and the
- *     OP_RUN_* bits, pool_private.h), written by the worker at each task's start and end and
- *     marked by the monitor with a compare-and-swap (monitor_view.c). op_worker_body_begin
- *     writes `token`, then `run` with release: the monitor's acquiring compare-and-swap sees the
- *     token of the task it marks. A body's end settles the word (op_worker_settle_run: waits out
- *     OP_RUN_LENDING, then an acquiring compare-and-swap, pairing with the monitor's releasing
- *     flip to LENT or RELENT), then takes back what the monitor lent; while LENDING is set the
- *     worker waits, so the queue behind the token stays alive. op_worker_count_task's store is
- *     relaxed: no body runs, nothing for the monitor to see.
+ *     OP_RUN_* bits, pool_private.h), written by the worker once at each task's start and once
+ *     at its end, and marked with compare-and-swaps by the monitor (monitor_view.c) and by
+ *     promoters (running_body_promotion.c). op_worker_body_begin writes `token`, `body_task`
+ *     and `body_queue`, then `run` with seq_cst (the release the watchers' acquiring
+ *     compare-and-swaps need, and promotion's Dekker pairs). A body's end settles the word
+ *     (op_worker_word_settle: waits out OP_RUN_LENDING and OP_RUN_PROMOTING, then an acquiring
+ *     compare-and-swap, pairing with the watchers' releasing flips), then takes back what the
+ *     monitor lent and undoes a promoter's renice; while LENDING is set the worker waits, so
+ *     the queue behind the token stays alive. Each watcher changes only its own bits, with
+ *     read-modify-writes, so neither loses the other's.
  *   - A worker's other fields are its thread's own (serial, the nice values, `token`;
  *     `monitor_lent` is the monitor's while it holds LENDING, the worker's after settling);
  *     `class_nice` and `tid` are relaxed stores that introspection and the monitor read.
@@ -145,19 +147,24 @@ void op_worker_count_carry(void) {
     if (worker) op_count_own(&worker->counts.carries, 1);
 }
 
-void op_worker_count_task(void) {
-    op_worker *worker = op_tls_worker;
-    /* relaxed: a count for introspection; no body runs, nothing for the monitor to see. */
-    atomic_store_explicit(&worker->run, ++worker->serial << OP_RUN_SERIAL_SHIFT,
-                          memory_order_relaxed);
-}
-
-void op_worker_body_begin(op_token *token) {
+void op_worker_body_begin(op_token *token, op_task_t *task, op_queue_t *queue, int nice) {
     op_worker *worker = op_tls_worker;
     worker->token = token;
-    /* release: the monitor, which reads `token` after its acquiring compare-and-swap. */
+    worker->body_nice = nice;
+    /* relaxed: published by the store of `run` below (see the field). */
+    atomic_store_explicit(&worker->body_task, task, memory_order_relaxed);
+    atomic_store_explicit(&worker->body_queue, queue, memory_order_relaxed);
+    /* seq_cst: the Dekker pairs of promotion.c (a promoter changes the task's state word or its
+     * queue's `promo`, then loads `run`; we store `run`, then our caller reads those). It is also
+     * the release the monitor and promoters need: they read `token`, `body_task` and
+     * `body_queue` after an acquiring load or compare-and-swap that sees this value. */
     atomic_store_explicit(&worker->run, (++worker->serial << OP_RUN_SERIAL_SHIFT) | OP_RUN_IN_TASK,
-                          memory_order_release);
+                          memory_order_seq_cst);
+}
+
+void op_worker_body_nice(int nice) {
+    op_worker *worker = op_tls_worker;
+    if (worker) worker->body_nice = nice;
 }
 
 /* Sets the worker's `run` word to (run & keep) | set once the monitor is not lending for it;
@@ -169,7 +176,12 @@ uint64_t op_worker_settle_run(op_worker *worker, uint64_t keep, uint64_t set) {
 
 void op_worker_body_end(void) {
     op_worker *worker = op_tls_worker;
-    uint64_t old = op_worker_settle_run(worker, 0, worker->serial << OP_RUN_SERIAL_SHIFT);
+    /* One compare-and-swap for both watchers: a monitor lending and a promoter renicing (one
+     * system call) are waited for; acquire: what they did before clearing their busy bit. */
+    uint64_t old = op_worker_word_settle(&worker->run, OP_RUN_LENDING | OP_RUN_PROMOTING, 0,
+                                         worker->serial << OP_RUN_SERIAL_SHIFT);
+    /* Raised by a promoter: back to the nice the body started at. */
+    if (OP_UNLIKELY(old & OP_RUN_PROMOTED)) op_nice_set_current_thread(worker->body_nice);
     /* (A slot the monitor lent for a visible wait, RELENT, was taken back when the wait ended:
      * op_worker_did_unblock.) */
     if (OP_LIKELY(!(old & OP_RUN_LENT))) return;

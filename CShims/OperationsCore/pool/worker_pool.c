@@ -247,7 +247,7 @@ static op_pool *op_pool_create(int qos, const op_placement *placement, int fixed
         atomic_init(&worker->wake_word, 0);
         atomic_init(&worker->wake_seen, 0);
         atomic_init(&worker->tid, 0);
-        atomic_init(&worker->body, 0);
+        atomic_init(&worker->body_task, NULL);
         atomic_init(&worker->body_queue, NULL);
         atomic_init(&worker->class_nice, 0);
         atomic_init(&worker->run, 0);

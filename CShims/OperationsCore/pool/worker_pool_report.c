@@ -173,10 +173,11 @@ static void op_worker_counters_of(op_pool *pool, op_worker *worker, op_worker_co
     out->state = op_worker_state_of(run);
     out->serial = run >> OP_RUN_SERIAL_SHIFT;
     out->tasks = out->serial;
-    /* The running task: `body` (promotion's word) without its flag bits (tasks are 16-byte
-     * aligned); since when, if its start was timed (the same serial). */
+    /* The running task (published for promoters: `body_task`); since when, if its start was
+     * timed (the same serial). */
     out->task_id = (run & OP_RUN_IN_TASK)
-                       ? atomic_load_explicit(&worker->body, memory_order_relaxed) & ~UINT64_C(15)
+                       ? (uint64_t)(uintptr_t)atomic_load_explicit(&worker->body_task,
+                                                                   memory_order_relaxed)
                        : 0;
     out->running_ns = -1;
     if (out->task_id && atomic_load_explicit(&worker->counts.body_started_serial,

@@ -296,7 +296,9 @@ static op_token op_release_token = {.cls = &op_release_token_class};
 
 void op_release_flush_on_worker(void) {
     if (op_tls_releases.count == 0) return;
-    op_worker_body_begin(&op_release_token);
+    /* No task and no queue: the monitor watches the releases (a deinit may block), no promoter
+     * raises them, so the nice is never restored to. */
+    op_worker_body_begin(&op_release_token, NULL, NULL, OP_NICE_UNCHANGED);
     op_release_flush();
     op_worker_body_end();
 }

@@ -313,10 +313,10 @@ static op_run_result op_drain_execute(op_pool *pool, int pool_qos, op_queue_t *q
         changed = target != class_nice && op_nice_set_current_thread(target) == 0;
         if (changed) nice = target;
     }
-    /* Promoters find the body here from now on (promotion.c): published before RUNNING, so a
-     * promoter that sees RUNNING (its compare-and-swap on the same word comes after ours) sees
-     * it, and one that comes before is seen in `old`. */
-    op_worker_promotable_begin(task, queue, nice);
+    /* The monitor and promoters find the body here from now on (promotion.c): published before
+     * RUNNING, so a promoter that sees RUNNING (its compare-and-swap on the same word comes after
+     * ours) sees it, and one that comes before is seen in `old`. */
+    op_worker_body_begin(carry ? op_carry_token(carry) : &queue->token, task, queue, nice);
     uint32_t old;
     if (started) {
         /* seq_cst: after publishing the body (a seq_cst store), the Dekker pair with a promoter
@@ -332,13 +332,11 @@ static op_run_result op_drain_execute(op_pool *pool, int pool_qos, op_queue_t *q
         if (OP_UNLIKELY(old & OP_STATE_FINISHED)) {
             /* Completed before we took it (op_task_complete on a queued manual-completion
              * task): already finished, only retired here. */
-            op_worker_promotable_end();
-            op_worker_count_task();
+            op_worker_body_end();
             return OP_RAN_FINISHED;
         }
         if ((old & OP_STATE_CANCELLED) && !(task->flags & OP_TASK_RUN_WHEN_CANCELLED)) {
-            op_worker_promotable_end();
-            op_worker_count_task();
+            op_worker_body_end();
             op_tls_drain.hand_off_allowed = !carry; /* cleared by the finish */
             op_queue_graph->finish(task);
             return OP_RAN_FINISHED;
@@ -360,7 +358,7 @@ static op_run_result op_drain_execute(op_pool *pool, int pool_qos, op_queue_t *q
         op_pool *target = op_carry_target(pool, task, run_qos, class_nice, &renice, &carried_renice);
         op_carry *next = target ? op_carry_prepare(carry, queue, task, carried_renice) : NULL;
         if (next) {
-            op_worker_promotable_end();
+            op_worker_body_end();
             if (changed) op_nice_set_current_thread(class_nice);
             out->carry = next;
             out->target = target;
@@ -372,7 +370,7 @@ static op_run_result op_drain_execute(op_pool *pool, int pool_qos, op_queue_t *q
             int to = op_nice_clamp_task(renice, class_nice);
             changed = to != class_nice && op_nice_set_current_thread(to) == 0;
             if (changed) {
-                op_worker_promotable_nice(to);
+                op_worker_body_nice(to);
                 nice = to;
             }
         }
@@ -386,15 +384,15 @@ static op_run_result op_drain_execute(op_pool *pool, int pool_qos, op_queue_t *q
                      atomic_load_explicit((_Atomic uint8_t *)&task->priority, memory_order_relaxed),
                      op_task_nice_delta(task));
     int64_t body_start = op_latency_started(task, queue, run_qos);
-    op_worker_body_begin(carry ? op_carry_token(carry) : &queue->token);
     if (body_start) op_worker_note_body_start(body_start);
     task->fn(op_task_user_context(task));
+    /* Takes back what the monitor lent, and puts the thread back at the nice the body started
+     * at if a promoter raised it. */
     op_worker_body_end();
     op_latency_ended(queue, run_qos, body_start);
     OP_OBSERVE_END(task);
     op_tls_task = NULL;
     op_tls_queue = NULL;
-    op_worker_promotable_end(); /* back to the nice the body started at, if promoted */
 
     if (changed) op_nice_set_current_thread(class_nice);
 

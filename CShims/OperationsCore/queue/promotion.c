@@ -14,7 +14,7 @@
  *
  * A running body is raised by renicing the thread that runs it (op_pool_promote_running:
  * setpriority on its thread id), only where the process may lower nice values; the thread
- * puts itself back when the body returned (op_worker_promotable_end). Unprivileged a thread
+ * puts itself back when the body returned (op_worker_body_end). Unprivileged a thread
  * cannot lower another's nice value, so a running body keeps its class's.
  *
  * Concurrency with the finish: a promoter takes the PROMOTING bit (only while the task is not
@@ -39,13 +39,14 @@
  *     change and the store that follows it happen under the lock, so stores to `promo` come in
  *     lock order, and the last one was computed from the counts as they are. A reader (the hot
  *     path, lock-free) sees some store of that order: a summary that was exact at that moment.
- *   - The Dekker pair with a body's start (drain.c publishes the body seq_cst, then loads
- *     `promo` seq_cst; running_body_promotion.c): a raising promoter stores `promo` seq_cst
- *     (always, even when the bit was already set), then op_pool_promote_running loads the
- *     workers' `body` seq_cst. In the single order of seq_cst operations either the drainer's
- *     load comes after our store (it sees our bit, or a later store, made under the lock from
- *     counts that still hold our promotion unless it was undone meanwhile), or our load of
- *     `body` comes after its store (we see the body and renice it).
+ *   - The Dekker pair with a body's start (drain.c publishes the body with a seq_cst store of
+ *     the worker's `run`, op_worker_body_begin, then loads `promo` seq_cst;
+ *     running_body_promotion.c): a raising promoter stores `promo` seq_cst (always, even when
+ *     the bit was already set), then op_pool_promote_running loads the workers' `run` seq_cst.
+ *     In the single order of seq_cst operations either the drainer's load comes after our store
+ *     (it sees our bit, or a later store, made under the lock from counts that still hold our
+ *     promotion unless it was undone meanwhile), or our load of `run` comes after its store (we
+ *     see the body and renice it).
  *   - fork(): the prepare handler takes every promotion lock (after the pool and placement
  *     locks; a promotion lock is a leaf, nothing is taken under it), so the child never finds
  *     one held by a thread it lacks, nor a count changed without its summary.
