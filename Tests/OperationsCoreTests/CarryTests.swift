@@ -259,6 +259,28 @@ private func pollUntil(_ deadline: Int64, _ done: () -> Bool) -> Bool {
     /// raised queue's drainers: a body runs at its own class or above. Then each combination
     /// alone, after the one before finished: at its own class's value (a lone background task
     /// is carried from either queue).
+    /// A task carried to another class's workers (background tasks on a userInitiated serial
+    /// queue) counts once in the workers' `tasks`, where its body runs: the drainer that carries
+    /// it away begins a body for it (the monitor and promoters see it) but counts nothing. Found
+    /// by review: counted by both, such tasks were counted twice.
+    @Test func aCarriedTaskCountsOnceInTheWorkersTasks() throws {
+        let queue = try makeQueue("carry-count", qos: queueClass, width: 1)
+        defer { op_queue_release(queue) }
+        var before = op_runtime_counters_t()
+        #expect(op_runtime_counters(&before) == 0)
+        let count = 64
+        for _ in 0..<count {
+            let task = try makeTask(emptyBody, nil, qos: qosAttr(OP_QOS_BACKGROUND))
+            #expect(op_queue_submit(queue, task) == 0)
+            op_task_release(task)
+        }
+        #expect(op_queue_wait(queue, Limits.waitNs) == 0)
+        var after = op_runtime_counters_t()
+        #expect(op_runtime_counters(&after) == 0)
+        #expect(after.carries - before.carries >= UInt64(count), "the tasks were not carried: \(after.carries - before.carries) carries")
+        #expect(after.tasks - before.tasks == UInt64(count), "\(count) carried tasks counted as \(after.tasks - before.tasks)")
+    }
+
     @Test(arguments: [OP_QOS_USER_INITIATED, OP_QOS_UTILITY])
     func aSerialQueueRunsCarriedTasksOnceEachInOrderAtTheirNiceValues(_ queueQoS: op_qos_t) throws {
         let classes = [OP_QOS_USER_INITIATED, OP_QOS_BACKGROUND, OP_QOS_DEFAULT, OP_QOS_UTILITY]

@@ -59,6 +59,19 @@ private func blockedWorkers() -> Int {
     return workers[..<listed].filter { $0.state == OP_WORKER_BLOCKED }.count
 }
 
+/// The bodies pool `name` ("background", ...) counts blocked, from op_runtime_describe's line for
+/// the pool ("pool of class background: ..., N blocked, ..."); nil if not found.
+private func blockedCount(ofPool name: String) -> Int? {
+    var text = [CChar](repeating: 0, count: 1 << 16)
+    let length = min(op_runtime_describe(&text, text.count), text.count - 1)
+    let report = String(decoding: text[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    for line in report.split(separator: "\n") where line.contains("pool of class \(name):") {
+        guard let end = line.range(of: " blocked,") else { continue }
+        return line[..<end.lowerBound].split(separator: " ").last.flatMap { Int($0) }
+    }
+    return nil
+}
+
 /// Polls `condition` until true or the deadline; false on timeout.
 private func promotionEventually(_ seconds: Double = Limits.waitSeconds, _ condition: () -> Bool) -> Bool {
     let start = monotonicNs()
@@ -202,34 +215,51 @@ struct PromotionTests {
 
     /// Bodies that the blocked-worker monitor counts blocked (they sleep where the core cannot
     /// see, with work waiting behind their default-width queue: the monitor lends their slots)
-    /// and that a promoter raises meanwhile. Both mark one word of the worker (`run`,
-    /// pool_private.h), each its own bits; at each body's end both are undone: every thread is
-    /// back at its class's nice value and no worker stays counted blocked.
-    @Test func bodiesCountedBlockedAndRaisedArePutBackAtTheirEnd() throws {
+    /// and that a promoter raises, before the monitor's looks or after its lending. Both mark
+    /// one word of the worker (`run`, pool_private.h), each its own bits; at each body's end
+    /// both are undone: every thread is back at its class's nice value, and the pool counts no
+    /// body blocked. Unprivileged (no renice of another thread) the promoter leaves the word
+    /// alone and only the monitor's half is checked; UnprivilegedNiceTests covers the rest.
+    @Test(arguments: [false, true])
+    func bodiesCountedBlockedAndRaisedArePutBackAtTheirEnd(raiseFirst: Bool) throws {
         let width = Int(currentTopology().default_width)
+        let canRaise = canRaiseRunning(to: OP_QOS_USER_INTERACTIVE)
         let queue = try makeQueue("promote-blocked", qos: OP_QOS_BACKGROUND)
         defer { op_queue_release(queue) }
         let held = (0..<width).map { _ in PromotionRecord() }
+        // However the test ends, the held bodies end: they hold background workers.
+        defer { held.forEach { $0.release.store(true, ordering: .releasing) } }
         let extra = PromotionRecord()
         extra.release.store(true, ordering: .releasing)
         let tasks = try held.map { try makeTask(heldBody, contextPointer($0)) }
         let extraTask = try makeTask(heldBody, contextPointer(extra))
         defer { tasks.forEach { op_task_release($0) }; op_task_release(extraTask) }
+        var before = op_runtime_counters_t()
+        #expect(op_runtime_counters(&before) == 0)
         for task in tasks { #expect(op_queue_submit(queue, task) == 0) }
         try #require(eventually { held.allSatisfy { $0.started.load(ordering: .acquiring) } },
                      "\(width) held bodies did not all start at the default width \(width)")
-        // Work behind the width: the monitor lends the slot of a body it finds asleep twice.
-        #expect(op_queue_submit(queue, extraTask) == 0)
-        let lent = eventually { extra.finished.load(ordering: .acquiring) }
-        for task in tasks { #expect(op_task_promote(task, OP_QOS_USER_INTERACTIVE) == 0) }
-        if canRaiseRunning(to: OP_QOS_USER_INTERACTIVE) {
+        let raise = {
+            for task in tasks { #expect(op_task_promote(task, OP_QOS_USER_INTERACTIVE) == 0) }
+            guard canRaise else { return }
             for record in held {
                 #expect(eventually { record.lowestNice.load(ordering: .relaxed) == classNice(OP_QOS_USER_INTERACTIVE) },
                         "a running body was not reniced: lowest \(record.lowestNice.load(ordering: .relaxed))")
             }
         }
+        if raiseFirst { raise() }
+        // Work behind the width: the monitor lends the slot of a body it finds asleep twice.
+        #expect(op_queue_submit(queue, extraTask) == 0)
+        let lent = eventually { extra.finished.load(ordering: .acquiring) }
+        if !raiseFirst { raise() }
         // Counted blocked and raised at once (the monitor's LENT beside the promoter's bits).
         let blockedWhileRaised = eventually { blockedWorkers() > 0 }
+        if canRaise {
+            var after = op_runtime_counters_t()
+            #expect(op_runtime_counters(&after) == 0)
+            #expect(after.promotions - before.promotions >= UInt64(width),
+                    "\(after.promotions - before.promotions) of \(width) running bodies were reniced")
+        }
         held.forEach { $0.release.store(true, ordering: .releasing) }
         for task in tasks { #expect(op_task_wait(task, Limits.waitNs) == 0) }
         #expect(op_queue_wait(queue, Limits.waitNs) == 0)
@@ -240,8 +270,8 @@ struct PromotionTests {
             #expect(promotionEventually(5) { niceOfThread(tid) == classNice(OP_QOS_BACKGROUND) },
                     "a raised worker stayed at nice \(String(describing: niceOfThread(tid)))")
         }
-        #expect(promotionEventually(5) { blockedWorkers() == 0 },
-                "a worker stayed counted blocked after its body returned")
+        #expect(promotionEventually(5) { blockedWorkers() == 0 && blockedCount(ofPool: "background") == 0 },
+                "a body stayed counted blocked after it returned: \(String(describing: blockedCount(ofPool: "background"))) in the pool")
     }
 
     /// The waiter's class: a body's own class, a plain thread's from its nice value.

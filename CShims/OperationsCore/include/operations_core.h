@@ -701,7 +701,9 @@ typedef struct op_worker_counters {
     int tid;          /**< its kernel thread id; 0 while it has no thread */
     int class_nice;   /**< the nice value it runs at between tasks */
     op_worker_state_t state;
-    uint64_t serial;  /**< the serial of the task it runs or ran last (its tasks so far) */
+    uint64_t serial;  /**< the serial of the body it runs or ran last: one more at each body it
+                           begins (a task's, one it carries away, a batch of context releases);
+                           `tasks` counts the tasks */
     uint64_t task_id; /**< the task it runs now (its address, as the trace's "task" names it); 0
                            between tasks */
     int64_t running_ns; /**< how long that body has run, while the latency histograms are on (they

@@ -127,8 +127,10 @@ void op_worker_body_begin(op_token *token, op_task_t *task, op_queue_t *queue, i
 void op_worker_body_nice(int nice);
 /* The body returned, or the task was retired or carried on without one: waits out the monitor
  * lending and a promoter renicing, takes back what the monitor lent (take_back_slot), and puts the
- * thread back at the body's nice if a promoter raised it. */
-void op_worker_body_end(void);
+ * thread back at the body's nice if a promoter raised it. `counted`: the task ran here or was
+ * retired here (counted in the worker's `tasks`); false for a task carried away and for work
+ * that is no task. */
+void op_worker_body_end(bool counted);
 /* The body that op_worker_body_begin began started at `ns` (op_now_ns): for the report (the
  * latency histograms read the clock there; nothing else does). Nothing on a non-worker thread. */
 void op_worker_note_body_start(int64_t ns);

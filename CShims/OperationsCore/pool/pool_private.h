@@ -29,10 +29,11 @@
 
 #pragma GCC visibility push(hidden) /* internal: never exported from the shared library */
 
-/* worker->run: the task serial above the bits, and whether a task runs, in a wait the core
- * sees, counted blocked by the monitor (being counted, then counted), or raised by a promoter
- * (being raised, then raised): one word for what both watch, written once as a body starts and
- * once (a compare-and-swap) as it ends. */
+/* worker->run: the body's serial above the bits (one more at each body a worker begins: a task's,
+ * one it carries away, a batch of context releases), and whether a body runs, in a wait the
+ * core sees, counted blocked by the monitor (being counted, then counted), or raised by a
+ * promoter (being raised, then raised): one word for what both watch. The worker writes it once
+ * as a body starts, once (a compare-and-swap) as it ends, and around a visible wait (spares.c). */
 #define OP_RUN_LENT UINT64_C(1)
 #define OP_RUN_IN_TASK UINT64_C(2)
 #define OP_RUN_VISIBLE_WAIT UINT64_C(4)
@@ -75,7 +76,8 @@ typedef struct op_worker_counts {
     _Atomic uint64_t carries;    /* bodies it carried to another pool's workers (carry.c) */
     _Atomic uint64_t rescues;    /* times the monitor counted it blocked in a body */
     _Atomic uint64_t promotions; /* bodies reniced while they ran on it (promotion) */
-    _Atomic uint64_t tasks;      /* retired spares only (in pool->retired): their tasks run */
+    _Atomic uint64_t tasks;      /* tasks it ran or retired (op_worker_body_end); not those it
+                                  * carried away or context releases, which also begin a body */
     /* When its current body started (op_now_ns) and that body's serial: written at a body's
      * start only while the latency histograms are on (they read the clock there anyway), so
      * the report says how long a body has run then, and nothing costs a clock read otherwise. */

@@ -39,11 +39,12 @@ static bool op_promote_worker(op_worker *worker, op_task_t *task, op_queue_t *qu
                     atomic_load_explicit(&worker->body_queue, memory_order_relaxed) != queue)) {
             return false;
         }
-        /* acquire: the worker's body_nice and tid. PROMOTING keeps the body from ending (its
-         * thread waits for us in op_worker_body_end) until we are done. A failure with the same
-         * serial is the monitor's bit changing: look again. */
+        /* PROMOTING keeps the body from ending (its thread waits for us in op_worker_body_end)
+         * until we are done. acquire, also on failure (a new value of `run`: the monitor's bits,
+         * or a later body): the body_task and body_queue we read next are at least as new as the
+         * value that failed us, so a later body is matched on its own task. */
         if (atomic_compare_exchange_strong_explicit(&worker->run, &run, run | OP_RUN_PROMOTING,
-                                                    memory_order_acquire, memory_order_seq_cst)) {
+                                                    memory_order_acquire, memory_order_acquire)) {
             break;
         }
     }

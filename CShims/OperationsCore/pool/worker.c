@@ -16,10 +16,13 @@
  * the tasks: every call back up goes through a token's class, set when its queue was made.
  *
  * Invariants (the comments at each atomic say the same):
- *   - Each worker says what it runs in one word of its own, `run` (a task serial and the
- *     OP_RUN_* bits, pool_private.h), written by the worker once at each task's start and once
- *     at its end, and marked with compare-and-swaps by the monitor (monitor_view.c) and by
- *     promoters (running_body_promotion.c). op_worker_body_begin writes `token`, `body_task`
+ *   - Each worker says what it runs in one word of its own, `run` (a body serial and the
+ *     OP_RUN_* bits, pool_private.h), written by the worker once at each body's start, once at
+ *     its end and around a visible wait (spares.c), and marked with compare-and-swaps by the
+ *     monitor (monitor_view.c) and by promoters (running_body_promotion.c). A body begins
+ *     before the task's RUNNING (promotion's Dekker pair), so the monitor may see IN_TASK
+ *     through the bookkeeping before a body, and for a task retired or carried away without
+ *     one: a few instructions, never two of its ticks unless the thread sleeps there. op_worker_body_begin writes `token`, `body_task`
  *     and `body_queue`, then `run` with seq_cst (the release the watchers' acquiring
  *     compare-and-swaps need, and promotion's Dekker pairs). A body's end settles the word
  *     (op_worker_word_settle: waits out OP_RUN_LENDING and OP_RUN_PROMOTING, then an acquiring
@@ -174,8 +177,9 @@ uint64_t op_worker_settle_run(op_worker *worker, uint64_t keep, uint64_t set) {
     return op_worker_word_settle(&worker->run, OP_RUN_LENDING, keep, set);
 }
 
-void op_worker_body_end(void) {
+void op_worker_body_end(bool counted) {
     op_worker *worker = op_tls_worker;
+    if (counted) op_count_own(&worker->counts.tasks, 1);
     /* One compare-and-swap for both watchers: a monitor lending and a promoter renicing (one
      * system call) are waited for; acquire: what they did before clearing their busy bit. */
     uint64_t old = op_worker_word_settle(&worker->run, OP_RUN_LENDING | OP_RUN_PROMOTING, 0,

@@ -36,8 +36,7 @@ int op_runtime_worker_info(op_qos_t qos, int index, op_worker_info_t *out) {
     out->cpu = worker->cpu;
     out->node = worker->node;
     out->class_nice = atomic_load_explicit(&worker->class_nice, memory_order_relaxed);
-    /* relaxed: a count. */
-    out->tasks = atomic_load_explicit(&worker->run, memory_order_relaxed) >> OP_RUN_SERIAL_SHIFT;
+    out->tasks = op_count_read(&worker->counts.tasks);
     return 0;
 }
 
@@ -52,7 +51,7 @@ static void op_report_worker(op_report *report, const char *kind, op_worker *wor
         return;
     }
     op_report_add(report, "    %s %d: tid %d, %llu tasks, %s%s%s%s%s\n", kind, worker->index, tid,
-                  (unsigned long long)(run >> OP_RUN_SERIAL_SHIFT),
+                  (unsigned long long)op_count_read(&worker->counts.tasks),
                   (run & OP_RUN_IN_TASK) ? "in a task" : "between tasks",
                   (run & OP_RUN_VISIBLE_WAIT)
                       ? ((run & OP_RUN_RELENT) ? ", in a visible wait (slot lent by the monitor)"
@@ -130,7 +129,7 @@ static void op_pools_each(void (*each)(op_pool *pool, void *context), void *cont
 void op_worker_counts_retire(op_pool *pool, const op_worker *worker) {
     const op_worker_counts *from = &worker->counts;
     op_worker_counts *to = &pool->retired;
-    op_count_shared(&to->tasks, worker->serial);
+    op_count_shared(&to->tasks, op_count_read(&from->tasks));
     op_count_shared(&to->steals, op_count_read(&from->steals));
     op_count_shared(&to->parks, op_count_read(&from->parks));
     op_count_shared(&to->wakeups, op_count_read(&from->wakeups));
@@ -172,7 +171,7 @@ static void op_worker_counters_of(op_pool *pool, op_worker *worker, op_worker_co
     out->class_nice = atomic_load_explicit(&worker->class_nice, memory_order_relaxed);
     out->state = op_worker_state_of(run);
     out->serial = run >> OP_RUN_SERIAL_SHIFT;
-    out->tasks = out->serial;
+    out->tasks = op_count_read(&worker->counts.tasks);
     /* The running task (published for promoters: `body_task`); since when, if its start was
      * timed (the same serial). */
     out->task_id = (run & OP_RUN_IN_TASK)

@@ -300,7 +300,7 @@ void op_release_flush_on_worker(void) {
      * raises them, so the nice is never restored to. */
     op_worker_body_begin(&op_release_token, NULL, NULL, OP_NICE_UNCHANGED);
     op_release_flush();
-    op_worker_body_end();
+    op_worker_body_end(false);
 }
 
 void op_release_flush_if_safe(void) {

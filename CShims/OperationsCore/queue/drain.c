@@ -332,11 +332,11 @@ static op_run_result op_drain_execute(op_pool *pool, int pool_qos, op_queue_t *q
         if (OP_UNLIKELY(old & OP_STATE_FINISHED)) {
             /* Completed before we took it (op_task_complete on a queued manual-completion
              * task): already finished, only retired here. */
-            op_worker_body_end();
+            op_worker_body_end(true);
             return OP_RAN_FINISHED;
         }
         if ((old & OP_STATE_CANCELLED) && !(task->flags & OP_TASK_RUN_WHEN_CANCELLED)) {
-            op_worker_body_end();
+            op_worker_body_end(true);
             op_tls_drain.hand_off_allowed = !carry; /* cleared by the finish */
             op_queue_graph->finish(task);
             return OP_RAN_FINISHED;
@@ -358,7 +358,7 @@ static op_run_result op_drain_execute(op_pool *pool, int pool_qos, op_queue_t *q
         op_pool *target = op_carry_target(pool, task, run_qos, class_nice, &renice, &carried_renice);
         op_carry *next = target ? op_carry_prepare(carry, queue, task, carried_renice) : NULL;
         if (next) {
-            op_worker_body_end();
+            op_worker_body_end(false); /* counted where it runs */
             if (changed) op_nice_set_current_thread(class_nice);
             out->carry = next;
             out->target = target;
@@ -388,7 +388,7 @@ static op_run_result op_drain_execute(op_pool *pool, int pool_qos, op_queue_t *q
     task->fn(op_task_user_context(task));
     /* Takes back what the monitor lent, and puts the thread back at the nice the body started
      * at if a promoter raised it. */
-    op_worker_body_end();
+    op_worker_body_end(true);
     op_latency_ended(queue, run_qos, body_start);
     OP_OBSERVE_END(task);
     op_tls_task = NULL;
