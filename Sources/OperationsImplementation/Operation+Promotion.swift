@@ -36,13 +36,17 @@ extension Operation {
         // The direct dependencies first, looked at in place under the operation's lock (lock-free
         // reads of their core tasks, never their locks): a dependency on the same queue with no
         // QoS of its own runs at the queue's class already and is skipped, as in W4's chain and
-        // W5's and W6's graphs, which then retain, allocate and raise nothing here. The others
-        // are collected (retained) and raised outside the lock. This replaced a copy of the list
+        // W5's and W6's graphs, which then retain, allocate and raise nothing here; so is one
+        // that finished or was raised to `qos` already. The others are collected (retained)
+        // and raised outside the lock. This replaced a copy of the list
         // (`dependencyList`) and its retains and releases: 3 % of W5's samples with them.
         var direct: [Operation] = []
         readExtras(()) { extras in
             extras.dependencies.forEach { operation in
-                if let queue, op_task_qos(operation.task) < 0, op_task_is_on_queue(operation.task, queue) { return }
+                let task = operation.task
+                if let queue, op_task_qos(task) < 0, op_task_is_on_queue(task, queue) { return }
+                // What `promote` would leave alone: finished, or raised to `qos` already.
+                if op_task_is_finished(task) || op_task_promoted_qos(task) >= Int32(qos.rawValue) { return }
                 direct.append(operation)
             }
         }

@@ -210,10 +210,13 @@ static int op_task_promote_to(op_task_t *task, int qos, bool behind) {
         next = current & ~OP_STATE_PROMOTING;
         if (raise) next = (next & ~OP_STATE_PROMO_MASK) | ((uint32_t)(qos + 1) << OP_STATE_PROMO_SHIFT);
         if (count) next |= OP_STATE_PROMO_COUNTED;
-        /* acq_rel: release publishes the count to the finisher that sees PROMOTING gone;
-         * acquire: we see whether the task started meanwhile (its RUNNING). */
+        /* seq_cst: release publishes the count to the finisher that sees PROMOTING gone;
+         * acquire: we see whether the task started meanwhile (its RUNNING); and the Dekker pair
+         * with a carried task that starts on a worker (it stores `run` seq_cst, then loads this
+         * word seq_cst, drain.c; we store the level here, then op_pool_promote_running loads
+         * `run` seq_cst): acq_rel alone does not order our store before that load in C11. */
     } while (!atomic_compare_exchange_weak_explicit(&task->state, &current, next,
-                                                    memory_order_acq_rel, memory_order_relaxed));
+                                                    memory_order_seq_cst, memory_order_relaxed));
     if (!raise) return 0;
     OP_OBSERVE_PROMOTE(task, queue, qos);
     int nice = op_promotion_nice(task, qos);
