@@ -253,12 +253,15 @@ void op_ready_queue_push(op_ready_queue_t *queue, void *item, op_priority_t band
     op_fifo_push(&queue->bands[band], item);
 }
 
+/* Every band's bit, for op_ready_queue_pop_bands. */
+#define OP_ALL_BANDS ((UINT32_C(1) << OP_PRIORITY_COUNT) - 1)
+
 void *op_ready_queue_pop(op_ready_queue_t *queue) {
-    return op_ready_queue_pop_bands(queue, (UINT32_C(1) << OP_PRIORITY_COUNT) - 1);
+    return op_ready_queue_pop_bands(queue, OP_ALL_BANDS);
 }
 
 void *op_ready_queue_pop_bands(op_ready_queue_t *queue, uint32_t bands) {
-    bands &= (UINT32_C(1) << OP_PRIORITY_COUNT) - 1;
+    bands &= OP_ALL_BANDS;
     while (bands) {
         int band = 31 - __builtin_clz(bands); /* the highest left */
         void *item = op_fifo_pop(&queue->bands[band]);
