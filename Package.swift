@@ -86,9 +86,17 @@ let package = Package(
             path: "Tests/SwapInCorelibsTests",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        // A process of its own for OperationsRuntime.installAsGlobalExecutor(), which cannot be
+        // undone (GlobalExecutorTests runs it). Not a product.
+        .executableTarget(
+            name: "GlobalExecutorProbe",
+            dependencies: ["Operations"],
+            path: "Tests/GlobalExecutorProbe"
+        ),
         .testTarget(
             name: "OperationsTests",
-            dependencies: ["Operations", "OperationsImplementation", "OperationsCore", "OperationsTestSupport"],
+            dependencies: ["Operations", "OperationsImplementation", "OperationsCore", "OperationsTestSupport",
+                           "GlobalExecutorProbe"],
             path: "Tests/OperationsTests"
         ),
     ],

@@ -123,6 +123,10 @@ struct OperationsPerf: ParsableCommand {
     /// The body of one hog process (started by --hog).
     @Flag(help: .hidden)
     var hogChild = false
+    /// E1's child with our workers as Swift's global executor (started by E1): its jobs per
+    /// sample; with --rounds.
+    @Option(help: .hidden)
+    var globalExecutorChild: Int?
 
     @Option(help: "Write every round of every figure to this JSON file.")
     var json: String?
@@ -142,6 +146,7 @@ struct OperationsPerf: ParsableCommand {
             if rc != 0 { writeStandardError("operations-perf: this child would outlive its parent (prctl error \(rc))\n") }
         }
         if hogChild { CPUHogs.runChild() }
+        if let globalExecutorChild { E1Executor.runGlobalExecutorChild(jobs: globalExecutorChild, rounds: rounds ?? 5) }
         guard hog >= 0 else { throw ValidationError("--hog must be >= 0") }
         let hogPins = try (hogCpus ?? "").split(separator: ",").map { item -> Int in
             guard let cpu = Int(item), cpu >= 0 else { throw ValidationError("--hog-cpus: '\(item)' is not a CPU id") }

@@ -36,8 +36,9 @@ enum Table {
             throughputRows(report.sweep)
         }
         if !report.executor.isEmpty {
-            section("E1 executor jobs: ns per job, median of \(report.rounds) rounds; xdefault, xdispatch = their time / ours (same round)")
-            let widths = [25, 8, 11, 11, 11, 9, 9]
+            section("E1 executor jobs: ns per job, median of \(report.rounds) rounds; xdefault, xdispatch = their time / ours (same round; "
+                    + "the global-executor row: in a child process, beside the round trip from default's rounds)")
+            let widths = [max(25, report.executor.map { $0.scenario.count + 1 }.max() ?? 0), 8, 11, 11, 11, 9, 9]
             row(["scenario", "jobs", "operations", "default", "dispatch", "xdefault", "xdispatch"], widths)
             for result in report.executor {
                 row([result.scenario, "\(result.jobs)", format(result.median("operations")), format(result.median("default")),

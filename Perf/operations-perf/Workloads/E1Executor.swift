@@ -2,6 +2,8 @@
 // the cost of a job on an OperationQueue used as a task executor or an actor's serial executor,
 // next to the same code without the queue (the global concurrent executor, a default actor).
 import Dispatch
+import Foundation
+import Glibc
 import Operations
 
 /// Executor jobs: ns per job on our queue, on Swift's default executor, and on a hand-written
@@ -18,8 +20,11 @@ enum E1Executor {
         group, awaited), round trip (a task on the executor awaits N new tasks on it, one after
         another), round trip from default (the same driven from the default executor: two
         executors, a hand-over each way; no goal), actor (an actor receives N calls from one
-        caller task per CPU; the default actor is switched to inline, without a job). Ratios:
-        the other's time / ours (above 1: ours is cheaper).
+        caller task per CPU; the default actor is switched to inline, without a job), and round
+        trip from default with our workers as Swift's global executor
+        (OperationsRuntime.installAsGlobalExecutor(), in a child process: it cannot be undone;
+        set beside the default and dispatch figures of round trip from default). Ratios: the
+        other's time / ours (above 1: ours is cheaper).
         """
 
     enum Scenario: String, CaseIterable, Codable {
@@ -148,7 +153,7 @@ enum E1Executor {
         let executors = Executors(queue: queue, serialQueue: serial, dispatch: DispatchExecutor(serial: false),
                                   dispatchSerial: DispatchExecutor(serial: true))
         let callers = max(1, cpus)
-        return try Scenario.allCases.map { scenario in
+        var results = try Scenario.allCases.map { scenario in
             Progress.show("\(id): \(scenario.rawValue)")
             let expected = scenario == .actor ? (jobs / callers) * callers : jobs
             var result = ExecutorResult(scenario: scenario.rawValue, jobs: expected, hasGoal: scenario.hasGoal)
@@ -170,6 +175,72 @@ enum E1Executor {
             }
             return result
         }
+        if let fromDefault = results.first(where: { $0.scenario == Scenario.roundTripFromDefault.rawValue }) {
+            results.append(try globalExecutorResult(jobs: jobs, rounds: rounds, beside: fromDefault))
+        }
+        return results
+    }
+
+    /// The scenario of the row "round trip from default, ours as global executor": "round trip
+    /// from default" with `OperationsRuntime.installAsGlobalExecutor()`, so that the awaiting
+    /// task runs on our workers too. Installing cannot be undone, so it runs in a child process
+    /// (this executable with `--global-executor-child`), after the other scenarios; its rounds
+    /// are set beside the same rounds of "round trip from default" in this process (default
+    /// and dispatch as measured there), so its ratios pair rounds of one run, not of one moment.
+    static let globalExecutorScenario = "round trip from default, ours as global executor"
+
+    /// Runs the child and makes its row.
+    static func globalExecutorResult(jobs: Int, rounds: Int, beside fromDefault: ExecutorResult) throws -> ExecutorResult {
+        Progress.show("\(id): \(globalExecutorScenario)")
+        let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: executable)
+        child.arguments = ["--global-executor-child", "\(jobs)", "--rounds", "\(rounds)", "--parent-pid", "\(getpid())"]
+        let output = Pipe()
+        child.standardOutput = output
+        try child.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        child.waitUntilExit()
+        let times = text.split(separator: "\n").compactMap { line -> Double? in
+            let fields = line.split(separator: " ")
+            return fields.count == 2 && fields[0] == "E1-global-executor-ns" ? Double(fields[1]) : nil
+        }
+        guard child.terminationReason == .exit, child.terminationStatus == 0, times.count == rounds else {
+            throw PerfError.setup("E1's global-executor child failed (status \(child.terminationStatus)): \(text)")
+        }
+        var result = ExecutorResult(scenario: globalExecutorScenario, jobs: jobs, hasGoal: false)
+        for (index, ns) in times.enumerated() {
+            var round = index < fromDefault.rounds.count ? fromDefault.rounds[index] : [:]
+            round[Contender.operations.rawValue] = ns
+            result.rounds.append(round)
+        }
+        return result
+    }
+
+    /// `--global-executor-child N`: installs our workers as Swift's global executor and prints
+    /// the operations contender's "round trip from default" (N jobs) once per round, as
+    /// "E1-global-executor-ns <ns per job>"; exits 0, or 3 when the hook is not there.
+    static func runGlobalExecutorChild(jobs: Int, rounds: Int) -> Never {
+        guard OperationsRuntime.installAsGlobalExecutor() else {
+            print("E1-global-executor: the Swift runtime offers no global executor hook")
+            exit(3)
+        }
+        let queue = OperationQueue()
+        queue.name = "E1 executor"
+        let serial = OperationQueue()
+        serial.maxConcurrentOperationCount = 1
+        let executors = Executors(queue: queue, serialQueue: serial, dispatch: DispatchExecutor(serial: false),
+                                  dispatchSerial: DispatchExecutor(serial: true))
+        for _ in 0..<max(1, rounds) {
+            let (ns, ran) = sample(.roundTripFromDefault, .operations, jobs: jobs, executors: executors, callers: 1)
+            guard ran == jobs else {
+                print("E1-global-executor: \(ran) of \(jobs) jobs ran")
+                exit(4)
+            }
+            print("E1-global-executor-ns \(ns)")
+        }
+        fflush(nil) // nil: every output stream
+        exit(0)
     }
 }
 
