@@ -1,15 +1,19 @@
 // GlobalExecutor.swift — the queues' workers as Swift concurrency's global executor, on request
 // (`OperationsRuntime.installAsGlobalExecutor()`): every job the runtime would give its default
-// (cooperative) pool becomes a core task of one default-width core queue, at the QoS of its
-// task's priority. A task that calls into a queue used as a task executor and awaits the answer
-// then hands over between our workers only: no sleeping Dispatch thread to wake on the way back
-// (issue 36, item 2: that wake-up was most of a round trip's 5–12 µs).
+// (cooperative) pool becomes a core task of the core queue of its task's priority's class (one
+// default-width queue per class, as Dispatch keeps a root queue per priority: a job of a higher
+// class never waits behind lower-class jobs for a slot). A task that calls into a queue used as
+// a task executor and awaits the answer then hands over between our workers only: no sleeping
+// Dispatch thread to wake on the way back (issue 36, item 2: that wake-up was most of a round
+// trip's 4–13 µs).
 //
 // The mechanism is the runtime's hook for the global executor's enqueue
-// (`swift_task_enqueueGlobal_hook`, read by `swift_task_enqueueGlobal` before it calls its own
-// implementation, as SwiftNIO's opt-in does). Delayed jobs (`Task.sleep`) keep the runtime's own
-// timers: they run on Dispatch's threads, and what they enqueue next comes here. The main
-// actor's executor is not touched.
+// (`swift_task_enqueueGlobal_hook`, which `swift_task_enqueueGlobal` calls instead of its own
+// implementation when set, as SwiftNIO's opt-in uses it). Jobs run as the global executor's
+// (`runSynchronously(on:)` with Swift's `globalConcurrentExecutor`), so a task that calls a
+// nonisolated async function does not hop: the runtime sees it already on the executor it
+// wants. `Task.sleep`'s timers stay the runtime's; the task they wake comes through the hook.
+// The main actor's executor is not touched.
 import Glibc
 import OperationsCore
 import Synchronization
@@ -18,10 +22,11 @@ extension OperationsRuntime {
     /// Makes the runtime's workers Swift concurrency's global executor, for the rest of the
     /// process: tasks that no actor or task executor claims (`Task { }`, `Task.detached`, child
     /// tasks, `async let`, nonisolated async functions) run their steps on the workers of their
-    /// priority's class (see `QualityOfService`'s mapping: `.medium` runs at `.default`), on a
-    /// queue of default width, instead of on Swift's cooperative pool. Returns `true` once
-    /// installed (also when it already was), `false` when the Swift runtime offers no hook for
-    /// it (nothing changes then).
+    /// priority's class (see `QualityOfService`'s mapping: `.medium` runs at `.default`), each
+    /// class on a queue of default width of its own, instead of on Swift's cooperative pool.
+    /// Returns `true` once installed (also when it already was); `false`, changing nothing, when
+    /// the Swift runtime offers no hook for it or another library (SwiftNIO's event loops, say)
+    /// installed its own global executor first.
     ///
     /// Why: a task that awaits work on an `OperationQueue` used as a task executor hands over
     /// twice per call; with both pools ours, neither hand-over waits for a sleeping thread of
@@ -30,8 +35,7 @@ extension OperationsRuntime {
     /// counters and trace then cover those tasks too.
     ///
     /// Call it early, before tasks start: jobs already handed to the cooperative pool still run
-    /// there. It cannot be undone. `Task.sleep` wakes its task on Dispatch's threads, which hand
-    /// the task's next job here. `OperationQueue.current` stays `nil` in those tasks, as on the
+    /// there. It cannot be undone. `OperationQueue.current` stays `nil` in those tasks, as on the
     /// cooperative pool. Not part of Foundation's API.
     @discardableResult
     public static func installAsGlobalExecutor() -> Bool {
@@ -47,59 +51,61 @@ extension OperationsRuntime {
 typealias EnqueueGlobalOriginal = @convention(thin) (UnownedJob) -> Void
 typealias EnqueueGlobalHook = @convention(thin) (UnownedJob, EnqueueGlobalOriginal) -> Void
 
-/// The global executor's queue and its installation.
+/// The global executor's queues and its installation.
 enum GlobalExecutor {
     /// Set once the hook is installed.
     static let installed = Atomic<Bool>(false)
 
-    /// The core queue the jobs go to: default width, default QoS, untracked, with no context
-    /// (so `OperationQueue.current` is nil in its jobs). Made once, never freed.
-    nonisolated(unsafe) static let queue: OpaquePointer = {
-        guard let queue = op_queue_create("Swift concurrency (global executor)", OP_QOS_DEFAULT, OP_WIDTH_DEFAULT) else {
-            fatalError("Operations: the global executor's queue could not be created (out of memory)")
+    /// The core queues the jobs go to, one per class (indexed by `op_qos_t`): default width,
+    /// the class's QoS, untracked, with no context (so `OperationQueue.current` is nil in their
+    /// jobs). Made once, never freed.
+    nonisolated(unsafe) static let queues: [OpaquePointer] = (0..<Int(OP_QOS_COUNT)).map { index in
+        let qos = op_qos_t(UInt32(index))
+        let label = "Swift concurrency (global executor, \(String(cString: op_qos_name(Int32(index)))))"
+        guard let queue = op_queue_create(label, qos, OP_WIDTH_DEFAULT) else {
+            fatalError("Operations: the global executor's queue \(label) could not be created (out of memory)")
         }
         return queue
-    }()
+    }
 
-    /// The task executor the jobs run on (what `runSynchronously(on:)` reports as the current
-    /// task executor while one runs).
-    static let executor = GlobalTaskExecutor()
+    /// The hook: every job to `enqueue`.
+    static let hook: EnqueueGlobalHook = { job, _ in GlobalExecutor.enqueue(job) }
 
-    /// Installs the hook. Idempotent without a lock: every call stores the same function.
+    /// Installs the hook, unless the runtime has none or someone else's is installed. Without a
+    /// lock: every call stores the same function.
     static func install() -> Bool {
         if installed.load(ordering: .acquiring) { return true }
         // RTLD_DEFAULT (the global scope: the concurrency runtime the process loaded).
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "swift_task_enqueueGlobal_hook") else {
             return false
         }
-        _ = queue // made before the first job can come
-        let hook = symbol.assumingMemoryBound(to: Optional<EnqueueGlobalHook>.self)
+        let slot = symbol.assumingMemoryBound(to: Optional<EnqueueGlobalHook>.self)
+        let ours = unsafeBitCast(hook, to: UnsafeRawPointer.self)
+        // Another library's global executor stays: replacing it would move its jobs to us.
+        if let current = slot.pointee, unsafeBitCast(current, to: UnsafeRawPointer.self) != ours { return false }
+        _ = queues // made before the first job can come
         // A plain pointer-sized store, which the runtime reads without synchronisation, as every
         // installer of this hook does: an enqueue on another thread sees the old or the new one.
-        hook.pointee = { job, _ in GlobalExecutor.enqueue(job) }
-        // releasing: whoever reads true sees the queue made.
+        slot.pointee = hook
+        // releasing: whoever reads true sees the queues made.
         installed.store(true, ordering: .releasing)
         return true
     }
 
-    /// A job for the global executor: a core task at the QoS its priority maps to.
+    /// A job for the global executor: a core task of its priority's class's queue.
     static func enqueue(_ job: UnownedJob) {
         let qos = QualityOfService.coreQoS(forJobPriority: job.priority.rawValue)
-        let rc = op_queue_submit_job(queue, runGlobalJob, unsafeBitCast(job, to: UnsafeMutableRawPointer.self), qos)
+        let queue = queues[qos == OP_QOS_INHERIT ? Int(OP_QOS_DEFAULT.rawValue) : Int(qos)]
+        let rc = op_queue_submit_job(queue, runGlobalJob, unsafeBitCast(job, to: UnsafeMutableRawPointer.self), OP_QOS_INHERIT)
         if rc != 0 { fatalError("Operations: a job of the global executor could not be enqueued (core error \(rc))") }
     }
 }
 
-/// The core task body of a global executor's job; its context is the job.
+/// The core task body of a global executor's job; its context is the job. Run as Swift's
+/// global executor runs it: a task that then calls a nonisolated async function finds itself
+/// on the executor that function wants, and does not hop (with a task executor of our own here,
+/// each such call and return went through the hook: two queue trips per call; review).
 private let runGlobalJob: @convention(c) (UnsafeMutableRawPointer?) -> Void = { context in
     let job = unsafeBitCast(context.unsafelyUnwrapped, to: UnownedJob.self)
-    job.runSynchronously(on: GlobalExecutor.executor.asUnownedTaskExecutor())
-}
-
-/// The task executor that stands for the global executor's queue while its jobs run. Jobs that
-/// name it as their preference (none do unless handed it) go to the same queue.
-final class GlobalTaskExecutor: TaskExecutor, @unchecked Sendable {
-    func enqueue(_ job: consuming ExecutorJob) {
-        GlobalExecutor.enqueue(UnownedJob(job))
-    }
+    job.runSynchronously(on: globalConcurrentExecutor.asUnownedTaskExecutor())
 }

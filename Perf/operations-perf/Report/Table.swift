@@ -37,7 +37,8 @@ enum Table {
         }
         if !report.executor.isEmpty {
             section("E1 executor jobs: ns per job, median of \(report.rounds) rounds; xdefault, xdispatch = their time / ours (same round; "
-                    + "the global-executor row: in a child process, beside the round trip from default's rounds)")
+                    + "the row 'ours as global executor' runs in a child process after the others: its ratios pair its rounds with "
+                    + "those of 'round trip from default', measured before it)")
             let widths = [max(25, report.executor.map { $0.scenario.count + 1 }.max() ?? 0), 8, 11, 11, 11, 9, 9]
             row(["scenario", "jobs", "operations", "default", "dispatch", "xdefault", "xdispatch"], widths)
             for result in report.executor {

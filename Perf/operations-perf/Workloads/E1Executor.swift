@@ -189,18 +189,31 @@ enum E1Executor {
     /// and dispatch as measured there), so its ratios pair rounds of one run, not of one moment.
     static let globalExecutorScenario = "round trip from default, ours as global executor"
 
-    /// Runs the child and makes its row.
+    /// Runs the child and makes its row. A child that outlives the watchdog's limit is killed.
     static func globalExecutorResult(jobs: Int, rounds: Int, beside fromDefault: ExecutorResult) throws -> ExecutorResult {
         Progress.show("\(id): \(globalExecutorScenario)")
         let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        // Into a file, not a pipe, so that a child writing much (a crash) never blocks.
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("operations-perf-e1-\(getpid()).txt")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: output) }
+        let handle = try FileHandle(forWritingTo: output)
         let child = Process()
         child.executableURL = URL(fileURLWithPath: executable)
         child.arguments = ["--global-executor-child", "\(jobs)", "--rounds", "\(rounds)", "--parent-pid", "\(getpid())"]
-        let output = Pipe()
-        child.standardOutput = output
+        child.standardOutput = handle
+        child.standardError = handle
         try child.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        child.waitUntilExit()
+        let deadline = Clock.nanoseconds() + UInt64(Watchdog.limitSeconds) * 1_000_000_000
+        while child.isRunning && Clock.nanoseconds() < deadline { usleep(10_000) }
+        let hung = child.isRunning
+        if hung {
+            kill(child.processIdentifier, SIGKILL)
+            child.waitUntilExit()
+        }
+        try handle.close()
+        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        if hung { throw PerfError.setup("E1's global-executor child ran past \(Watchdog.limitSeconds) s and was killed: \(text)") }
         let times = text.split(separator: "\n").compactMap { line -> Double? in
             let fields = line.split(separator: " ")
             return fields.count == 2 && fields[0] == "E1-global-executor-ns" ? Double(fields[1]) : nil
