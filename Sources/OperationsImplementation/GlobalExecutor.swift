@@ -56,17 +56,8 @@ enum GlobalExecutor {
     /// Set once the hook is installed.
     static let installed = Atomic<Bool>(false)
 
-    /// The core queues the jobs go to, one per class (indexed by `op_qos_t`): default width,
-    /// the class's QoS, untracked, with no context (so `OperationQueue.current` is nil in their
-    /// jobs). Made once, never freed.
-    nonisolated(unsafe) static let queues: [OpaquePointer] = (0..<Int(OP_QOS_COUNT)).map { index in
-        let qos = op_qos_t(UInt32(index))
-        let label = "Swift concurrency (global executor, \(String(cString: op_qos_name(Int32(index)))))"
-        guard let queue = op_queue_create(label, qos, OP_WIDTH_DEFAULT) else {
-            fatalError("Operations: the global executor's queue \(label) could not be created (out of memory)")
-        }
-        return queue
-    }
+    /// The queues the jobs go to, one per class (`ClassQueues`). Made once, never freed.
+    static let queues = ClassQueues("Swift concurrency (global executor)")
 
     /// The hook: every job to `enqueue`.
     static let hook: EnqueueGlobalHook = { job, _ in GlobalExecutor.enqueue(job) }
@@ -95,7 +86,7 @@ enum GlobalExecutor {
     /// A job for the global executor: a core task of its priority's class's queue.
     static func enqueue(_ job: UnownedJob) {
         let qos = QualityOfService.coreQoS(forJobPriority: job.priority.rawValue)
-        let queue = queues[qos == OP_QOS_INHERIT ? Int(OP_QOS_DEFAULT.rawValue) : Int(qos)]
+        let queue = queues.queue(for: qos == OP_QOS_INHERIT ? OP_QOS_DEFAULT : op_qos_t(UInt32(qos)))
         let rc = op_queue_submit_job(queue, runGlobalJob, unsafeBitCast(job, to: UnsafeMutableRawPointer.self), OP_QOS_INHERIT)
         if rc != 0 { fatalError("Operations: a job of the global executor could not be enqueued (core error \(rc))") }
     }

@@ -51,18 +51,7 @@ private let runCompletionBlockTask: @convention(c) (UnsafeMutableRawPointer?) ->
 
 /// The runtime's completion queues, one per QoS class, made on first use and never freed.
 private enum CompletionQueues {
-    /// Indexed by `op_qos_t` raw value.
-    /// Written once by the lazy initialiser, then only read: no shared mutable state.
-    nonisolated(unsafe) static let queues: [OpaquePointer] = (0..<Int(OP_QOS_COUNT)).map { raw in
-        let qos = op_qos_t(UInt32(raw))
-        let name = "operations completion blocks (\(QualityOfService(coreClass: qos)))"
-        guard let queue = op_queue_create(name, qos, OP_WIDTH_DEFAULT) else {
-            fatalError("Operations: the core could not create the completion queue for \(name) (out of memory)")
-        }
-        return queue
-    }
+    static let queues = ClassQueues("operations completion blocks")
 
-    static func queue(for qos: op_qos_t) -> OpaquePointer {
-        queues[min(Int(qos.rawValue), Int(OP_QOS_COUNT) - 1)]
-    }
+    static func queue(for qos: op_qos_t) -> OpaquePointer { queues.queue(for: qos) }
 }
