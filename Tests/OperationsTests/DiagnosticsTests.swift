@@ -78,7 +78,12 @@ import Testing
         #expect(histograms.runTime.count == 5, "\(histograms.runTime.count)")
         #expect(histograms.queueWait.count <= 5 && histograms.queueWait.count + unmeasured >= 5, "\(histograms.queueWait.count)")
         #expect(histograms.runTime.percentile(50) >= 20_000_000, "\(histograms.runTime.percentile(50)) ns")
-        #expect(histograms.queueWait.maxNanoseconds >= 55_000_000, "\(histograms.queueWait.maxNanoseconds) ns")
+        // The k-th operation waits at least k × 20 ms; each unmeasured wait may be one of the
+        // longest (CI, fresh clone: a max of 42 ms, the last waits unmeasured), so the bound
+        // drops 20 ms for each, from 55 ms (three bodies, less 5 ms) when all were measured.
+        let bound = max(0, 3 - Int(unmeasured)) * 20_000_000 - (unmeasured < 3 ? 5_000_000 : 0)
+        #expect(histograms.queueWait.maxNanoseconds >= UInt64(bound),
+                "\(histograms.queueWait.maxNanoseconds) ns, \(unmeasured) unmeasured")
         #expect(LatencyHistogram.bucketRange(8) == 8...9)
         #expect(OperationsRuntime.latencyHistograms(for: .utility).runTime.count >= 5)
     }
