@@ -12,7 +12,8 @@
 // implementation when set, as SwiftNIO's opt-in uses it). Jobs run as the global executor's
 // (`runSynchronously(on:)` with Swift's `globalConcurrentExecutor`), so a task that calls a
 // nonisolated async function does not hop: the runtime sees it already on the executor it
-// wants. `Task.sleep`'s timers stay the runtime's; the task they wake comes through the hook.
+// wants. Each job is submitted as a plain function, so a new task's first child draws another
+// worker at once (the LIFO slot that keeps an executor's job on its worker does not apply). `Task.sleep`'s timers stay the runtime's; the task they wake comes through the hook.
 // The main actor's executor is not touched.
 import Glibc
 import OperationsCore
@@ -42,7 +43,8 @@ extension OperationsRuntime {
         GlobalExecutor.install()
     }
 
-    /// Whether ``installAsGlobalExecutor()`` made the workers Swift's global executor.
+    /// Whether ``installAsGlobalExecutor()`` made the workers Swift's global executor. Stays
+    /// `true` once set: a library that overwrites the runtime's hook afterwards is not seen.
     public static var isGlobalExecutor: Bool { GlobalExecutor.installed.load(ordering: .acquiring) }
 }
 
@@ -87,7 +89,12 @@ enum GlobalExecutor {
     static func enqueue(_ job: UnownedJob) {
         let qos = QualityOfService.coreQoS(forJobPriority: job.priority.rawValue)
         let queue = queues.queue(for: qos == OP_QOS_INHERIT ? OP_QOS_DEFAULT : op_qos_t(UInt32(qos)))
-        let rc = op_queue_submit_job(queue, runGlobalJob, unsafeBitCast(job, to: UnsafeMutableRawPointer.self), OP_QOS_INHERIT)
+        // Submitted as a plain function, not as an executor's job: a job that a running job pushes
+        // stays on its worker until a second one waits (the queues' LIFO slot for a task's
+        // chain), and here that held a new task's first child until its parent suspended (a
+        // parent that spun waiting for it never finished; review). As the cooperative pool does,
+        // the first one draws another worker now, where the width allows.
+        let rc = op_queue_submit_f(queue, runGlobalJob, unsafeBitCast(job, to: UnsafeMutableRawPointer.self))
         if rc != 0 { fatalError("Operations: a job of the global executor could not be enqueued (core error \(rc))") }
     }
 }

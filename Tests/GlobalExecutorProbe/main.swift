@@ -11,11 +11,19 @@
 import Dispatch
 import Glibc
 import Operations
+import Synchronization
 
+let failing = Atomic<Bool>(false)
+
+/// Says what failed and ends the process; once, whichever thread comes first (the others wait
+/// for the exit).
 func fail(_ message: String) -> Never {
+    if failing.exchange(true, ordering: .acquiringAndReleasing) {
+        while true { pause() }
+    }
     print("FAIL: \(message)")
     fflush(nil) // nil: every output stream
-    exit(1)
+    _exit(1)
 }
 
 alarm(100) // SIGALRM ends a probe that hangs anyway (each wait below has a shorter deadline)
@@ -32,6 +40,8 @@ func threadName() -> String {
 }
 
 final class Box<T>: @unchecked Sendable { var value: T?; init() {} } // written before the signal
+
+final class Flag: Sendable { let value = Atomic<Bool>(false) }
 
 /// Runs `body` as a detached task of `priority` and waits for it on this (main) thread, at most
 /// 15 s.
@@ -122,6 +132,22 @@ if startedBeforeHigh >= backlog {
 }
 for _ in 0..<backlog where backlogDone.wait(timeout: .now() + 15) == .timedOut {
     fail("the background backlog did not finish within 15 s of the gate opening")
+}
+
+// A task's first child runs beside it, as on the cooperative pool: a parent that spins until its
+// child has run finishes (with the executor's LIFO slot the child waited for the parent to
+// suspend, for ever). Needs a second CPU's slot.
+if width >= 2 {
+    let ran = Flag()
+    let ranWhileSpinning = run("a parent spinning until its first child runs") { () -> Bool in
+        let child = Task { ran.value.store(true, ordering: .releasing) }
+        let deadline = DispatchTime.now() + 10
+        while !ran.value.load(ordering: .acquiring) && DispatchTime.now() < deadline { sched_yield() }
+        let whileSpinning = ran.value.load(ordering: .acquiring) // before the await lets it run here
+        await child.value
+        return whileSpinning
+    }
+    if !ranWhileSpinning { fail("a task's first child did not run while its parent spun for 10 s") }
 }
 
 // Tasks that block their threads (width + 1 of them, waiting for the last) do not starve it: the
