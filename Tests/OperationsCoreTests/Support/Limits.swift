@@ -11,8 +11,6 @@ enum Limits {
     /// How long "nothing happens" is watched for in negative checks (a suspended queue, a
     /// width-0 queue, a manual-completion task that was not completed yet).
     static let quietNs: Int64 = 100_000_000
-    /// Deadline for a child process (a compiler or a probe) to exit.
-    static let childSeconds: Double = 60
 }
 
 /// CLOCK_MONOTONIC in nanoseconds.
